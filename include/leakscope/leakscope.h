@@ -1,0 +1,64 @@
+/* File: leakscope.h
+ *
+ * The leakscope C API: name the task a thread is working on, take a snapshot on demand, and read
+ * live counters. Every call is safe whether or not the program runs under leakscope:
+ *
+ *   - Link with -lleakscope_api (pkg-config leakscope). That small library holds no-op versions
+ *     of these functions. When the program runs under LD_PRELOAD=libleakscope.so, the preloaded
+ *     definitions come first in symbol order and take over; without it the no-ops answer.
+ *
+ * All functions are thread-safe and never throw. None is async-signal-safe.
+ */
+#ifndef LEAKSCOPE_LEAKSCOPE_H_
+#define LEAKSCOPE_LEAKSCOPE_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where bytes come from (DESIGN.md "domain"). Values are stable. */
+typedef enum leakscope_domain_t {
+  LEAKSCOPE_DOMAIN_HEAP = 0,         /* malloc family, operator new */
+  LEAKSCOPE_DOMAIN_MMAP = 1,         /* mmap, mremap */
+  LEAKSCOPE_DOMAIN_BRK = 2,          /* brk, sbrk called by the program */
+  LEAKSCOPE_DOMAIN_C10_CPU = 3,      /* PyTorch CPU tensor storage */
+  LEAKSCOPE_DOMAIN_CUDA = 4,         /* device memory */
+  LEAKSCOPE_DOMAIN_CUDA_HOST = 5,    /* pinned host memory */
+  LEAKSCOPE_DOMAIN_CUDA_MANAGED = 6, /* managed memory */
+  LEAKSCOPE_DOMAIN_C10_CUDA = 7      /* PyTorch CUDA caching-allocator blocks */
+} leakscope_domain_t;
+
+/* leakscope_task_begin()
+ * Marks the calling thread as working on task `name` (copied), with an id of the caller's
+ * choosing (0 when there is none). Tasks nest: the innermost one tags every allocation the thread
+ * makes until the matching leakscope_task_end(). Reports aggregate by name; at most 64 distinct
+ * ids per name are kept apart, later ids count under id 0.
+ * Returns 0, or -1 when leakscope is not tracking (then leakscope_task_end() is still safe). */
+int leakscope_task_begin(const char* name, uint64_t id);
+
+/* leakscope_task_end()
+ * Ends the calling thread's innermost task. Returns 0, or -1 when there is no task to end or
+ * leakscope is not tracking. */
+int leakscope_task_end(void);
+
+/* leakscope_snapshot_now()
+ * Writes a snapshot now and returns once it is on disk: 0, or -1 when not tracking or on a
+ * write error. */
+int leakscope_snapshot_now(void);
+
+/* leakscope_live_bytes()
+ * Bytes of `domain` allocated and not yet freed, as tracked right now: exact in the default
+ * exact mode. Returns 0 when not tracking, -1 for an unknown domain. */
+int64_t leakscope_live_bytes(leakscope_domain_t domain);
+
+/* leakscope_is_active()
+ * 1 when the process is being tracked by leakscope, else 0. */
+int leakscope_is_active(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LEAKSCOPE_LEAKSCOPE_H_ */

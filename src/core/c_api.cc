@@ -1,0 +1,52 @@
+// The C API (include/leakscope/leakscope.h) as the preload implements it.
+#include "leakscope/leakscope.h"
+
+#include "core/runtime.h"
+#include "core/task_registry.h"
+#include "core/thread_registry.h"
+#include "core/triple_registry.h"
+
+namespace leakscope::internal {
+namespace {
+
+bool tracking() { return g_runtime_state.load(std::memory_order_acquire) == kActive; }
+
+}  // namespace
+}  // namespace leakscope::internal
+
+using namespace leakscope::internal;
+
+LS_EXPORT int leakscope_task_begin(const char* name, uint64_t id) {
+  if (!tracking()) return -1;
+  ++leakscope_tls_hook_depth;
+  ThreadState* thread = thread_current();
+  if (thread != nullptr) {
+    if (thread->task_depth < kMaxTaskDepth) thread->tasks[thread->task_depth] = task_intern(name, id);
+    ++thread->task_depth;
+  }
+  --leakscope_tls_hook_depth;
+  return thread != nullptr ? 0 : -1;
+}
+
+LS_EXPORT int leakscope_task_end(void) {
+  if (!tracking()) return -1;
+  ++leakscope_tls_hook_depth;
+  ThreadState* thread = thread_current();
+  int result = -1;
+  if (thread != nullptr && thread->task_depth > 0) {
+    --thread->task_depth;
+    result = 0;
+  }
+  --leakscope_tls_hook_depth;
+  return result;
+}
+
+LS_EXPORT int leakscope_snapshot_now(void) { return runtime_snapshot_now(); }
+
+LS_EXPORT int64_t leakscope_live_bytes(leakscope_domain_t domain) {
+  if (static_cast<int>(domain) < 0 || static_cast<int>(domain) >= kDomainCount) return -1;
+  if (!tracking()) return 0;
+  return triple_live_bytes_of_domain(static_cast<Domain>(domain));
+}
+
+LS_EXPORT int leakscope_is_active(void) { return tracking() ? 1 : 0; }

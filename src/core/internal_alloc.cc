@@ -1,0 +1,97 @@
+#include "core/internal_alloc.h"
+
+#include <atomic>
+
+#include "core/spin_lock.h"
+#include "core/sys.h"
+
+namespace leakscope::internal {
+namespace {
+
+constexpr size_t kMinClassShift = 4;   // 16 bytes
+constexpr size_t kMaxClassShift = 11;  // 2 KiB
+constexpr size_t kClassCount = kMaxClassShift - kMinClassShift + 1;
+constexpr size_t kChunkSize = 64 * 1024;
+
+struct FreeBlock {
+  FreeBlock* next;
+};
+
+struct Allocator {
+  SpinLock lock;
+  FreeBlock* free_lists[kClassCount];
+  char* chunk_cursor;
+  char* chunk_end;
+  std::atomic<size_t> mapped_bytes;
+};
+
+Allocator g_allocator;
+
+size_t class_index(size_t size) {
+  size_t shift = kMinClassShift;
+  while ((size_t{1} << shift) < size) ++shift;
+  return shift - kMinClassShift;
+}
+
+size_t round_to_pages(size_t size) {
+  size_t page = sys::page_size();
+  return (size + page - 1) & ~(page - 1);
+}
+
+void* map_counted(size_t size) {
+  void* memory = sys::map_anonymous(size);
+  if (memory != nullptr) g_allocator.mapped_bytes.fetch_add(size, std::memory_order_relaxed);
+  return memory;
+}
+
+}  // namespace
+
+void* internal_alloc(size_t size) {
+  if (size == 0) size = 1;
+  if (size > (size_t{1} << kMaxClassShift)) return map_counted(round_to_pages(size));
+
+  size_t index = class_index(size);
+  size_t block_size = size_t{1} << (index + kMinClassShift);
+  SpinLockGuard guard(g_allocator.lock);
+  FreeBlock* reused = g_allocator.free_lists[index];
+  if (reused != nullptr) {
+    g_allocator.free_lists[index] = reused->next;
+    memset(static_cast<void*>(reused), 0, block_size);
+    return reused;
+  }
+  if (g_allocator.chunk_cursor == nullptr ||
+      static_cast<size_t>(g_allocator.chunk_end - g_allocator.chunk_cursor) < block_size) {
+    // The tail of the old chunk is abandoned: at most 2 KiB per 64 KiB.
+    char* chunk = static_cast<char*>(map_counted(kChunkSize));
+    if (chunk == nullptr) return nullptr;
+    g_allocator.chunk_cursor = chunk;
+    g_allocator.chunk_end = chunk + kChunkSize;
+  }
+  void* block = g_allocator.chunk_cursor;
+  g_allocator.chunk_cursor += block_size;
+  return block;
+}
+
+void internal_free(void* pointer, size_t size) {
+  if (pointer == nullptr) return;
+  if (size == 0) size = 1;
+  if (size > (size_t{1} << kMaxClassShift)) {
+    size_t mapped = round_to_pages(size);
+    sys::unmap(pointer, mapped);
+    g_allocator.mapped_bytes.fetch_sub(mapped, std::memory_order_relaxed);
+    return;
+  }
+  size_t index = class_index(size);
+  SpinLockGuard guard(g_allocator.lock);
+  FreeBlock* block = static_cast<FreeBlock*>(pointer);
+  block->next = g_allocator.free_lists[index];
+  g_allocator.free_lists[index] = block;
+}
+
+size_t internal_mapped_bytes() { return g_allocator.mapped_bytes.load(std::memory_order_relaxed); }
+
+void internal_alloc_before_fork() { g_allocator.lock.lock(); }
+void internal_alloc_after_fork_parent() { g_allocator.lock.unlock(); }
+void internal_alloc_after_fork_child() { g_allocator.lock.reset_after_fork(); }
+
+}  // namespace leakscope::internal

@@ -1,0 +1,41 @@
+#include "core/proc_stats.h"
+
+#include <string.h>
+
+#include "core/sys.h"
+
+namespace leakscope::internal {
+
+uint64_t proc_stats_field_bytes(const char* text, const char* name) {
+  size_t name_length = strlen(name);
+  for (const char* line = text; line != nullptr && *line != '\0';) {
+    if (strncmp(line, name, name_length) == 0 && line[name_length] == ':') {
+      const char* cursor = line + name_length + 1;
+      while (*cursor == ' ' || *cursor == '\t') ++cursor;
+      uint64_t kib = 0;
+      while (*cursor >= '0' && *cursor <= '9') kib = kib * 10 + static_cast<uint64_t>(*cursor++ - '0');
+      return kib * 1024;
+    }
+    line = strchr(line, '\n');
+    if (line != nullptr) ++line;
+  }
+  return 0;
+}
+
+void proc_stats_read(ProcStats* stats) {
+  *stats = ProcStats{};
+  char text[4096];
+  if (sys::read_small_file("/proc/self/status", text, sizeof(text)) > 0) {
+    stats->rss_bytes = proc_stats_field_bytes(text, "VmRSS");
+    stats->anon_bytes = proc_stats_field_bytes(text, "RssAnon");
+    stats->file_bytes = proc_stats_field_bytes(text, "RssFile");
+    stats->shmem_bytes = proc_stats_field_bytes(text, "RssShmem");
+    stats->swap_bytes = proc_stats_field_bytes(text, "VmSwap");
+    stats->hwm_bytes = proc_stats_field_bytes(text, "VmHWM");
+  }
+  if (sys::read_small_file("/proc/self/smaps_rollup", text, sizeof(text)) > 0) {
+    stats->pss_bytes = proc_stats_field_bytes(text, "Pss");
+  }
+}
+
+}  // namespace leakscope::internal

@@ -1,0 +1,31 @@
+// File: proc_stats.h
+//
+// Process memory as the kernel sees it, taken at every snapshot so that reports can set tracked
+// bytes beside RSS/PSS. Reads /proc/self/status and /proc/self/smaps_rollup with raw syscalls.
+#ifndef LEAKSCOPE_CORE_PROC_STATS_H_
+#define LEAKSCOPE_CORE_PROC_STATS_H_
+
+#include <stdint.h>
+
+namespace leakscope::internal {
+
+struct ProcStats {
+  uint64_t rss_bytes;
+  uint64_t pss_bytes;
+  uint64_t anon_bytes;   // RssAnon
+  uint64_t file_bytes;   // RssFile
+  uint64_t shmem_bytes;  // RssShmem
+  uint64_t swap_bytes;
+  uint64_t hwm_bytes;    // peak RSS
+};
+
+// proc_stats_read() fills what the kernel offers and leaves the rest 0. Allocation-free and
+// async-signal-safe (open/read/close only).
+void proc_stats_read(ProcStats* stats);
+
+// proc_stats_field_kb() finds "Name:   123 kB" in `text` and returns the bytes, or 0.
+uint64_t proc_stats_field_bytes(const char* text, const char* name);
+
+}  // namespace leakscope::internal
+
+#endif  // LEAKSCOPE_CORE_PROC_STATS_H_

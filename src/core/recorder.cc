@@ -1,0 +1,129 @@
+#include "core/recorder.h"
+
+#include "core/epoch.h"
+#include "core/interval_map.h"
+#include "core/stack_capture.h"
+#include "core/stack_depot.h"
+#include "core/thread_registry.h"
+#include "core/triple_registry.h"
+
+namespace leakscope::internal {
+namespace {
+
+int g_depth = 32;
+
+// triple_cache_key() packs a (domain, task, stack) key for the per-thread cache; 0 = uncachable.
+inline uint64_t triple_cache_key(Domain domain, TaskId task, StackId stack) {
+  if (raw(task) >= (1u << 24)) return 0;
+  return 1ull << 63 | static_cast<uint64_t>(domain) << 56 | static_cast<uint64_t>(raw(task)) << 32 | raw(stack);
+}
+
+TripleEntry* triple_for(ThreadState* thread, Domain domain, StackId stack) {
+  TaskId task = thread_current_task(thread);
+  uint64_t key = triple_cache_key(domain, task, stack);
+  TripleCacheSlot& slot = thread->triple_cache[(key ^ (key >> 29)) % kTripleCacheSlots];
+  if (key != 0 && slot.key == key) return slot.triple;
+  TripleEntry* triple = triple_intern(domain, thread->idx, task, stack);
+  if (triple != nullptr && key != 0) {
+    slot.key = key;
+    slot.triple = triple;
+  }
+  return triple;
+}
+
+// current_triple() captures the caller's stack and returns its triple, or nullptr.
+TripleEntry* current_triple(Domain domain) {
+  ThreadState* thread = thread_current();
+  if (thread == nullptr) return nullptr;
+  uintptr_t frames[kMaxStackDepth];
+  int depth = stack_capture(frames, g_depth);
+  return triple_for(thread, domain, depot_intern(frames, depth));
+}
+
+void count_freed(const AllocRecord& record, Epoch now) {
+  TripleEntry* triple = triple_get_mutable(record.triple);
+  if (triple != nullptr) triple_record_free(triple, record.size, record.birth, now, true);
+}
+
+void count_cut(const IntervalCut& cut, void* context) {
+  TripleEntry* triple = triple_get_mutable(cut.removed.triple);
+  if (triple == nullptr) return;
+  Epoch now = *static_cast<const Epoch*>(context);
+  triple_record_free(triple, cut.removed.end - cut.removed.begin, cut.removed.birth, now, cut.whole_block);
+  if (cut.split) triple->split_count.fetch_add(1, std::memory_order_relaxed);
+}
+
+struct TakeContext {
+  TakenRange* taken;
+  Epoch now;
+};
+
+void keep_cut(const IntervalCut& cut, void* context) {
+  auto* take = static_cast<TakeContext*>(context);
+  if (take->taken->count < TakenRange::kCapacity) {
+    take->taken->cuts[take->taken->count++] = cut;
+  } else {
+    count_cut(cut, &take->now);  // more pieces than one mremap can meet in practice
+  }
+}
+
+}  // namespace
+
+void recorder_take_range(uintptr_t begin, size_t length, TakenRange* taken) {
+  taken->count = 0;
+  TakeContext context{taken, epoch_current()};
+  interval_map_extract(begin, begin + length, keep_cut, &context);
+}
+
+void recorder_count_range_freed(const TakenRange& taken) {
+  Epoch now = epoch_current();
+  for (int i = 0; i < taken.count; ++i) count_cut(taken.cuts[i], &now);
+}
+
+void recorder_restore_range(const TakenRange& taken) {
+  for (int i = 0; i < taken.count; ++i) interval_map_insert(taken.cuts[i].removed);
+}
+
+void recorder_set_depth(int depth) { g_depth = depth < 1 ? 1 : depth > kMaxStackDepth ? kMaxStackDepth : depth; }
+
+void recorder_alloc(Domain domain, void* pointer, size_t size) {
+  TripleEntry* triple = current_triple(domain);
+  if (triple == nullptr) return;
+  triple_record_alloc(triple, size);
+  Epoch now = epoch_current();
+  AllocRecord record{reinterpret_cast<uintptr_t>(pointer), size, static_cast<TripleId>(triple->id), now};
+  AllocRecord replaced;
+  // A block already at this address was freed by a path we do not see; count it freed now.
+  if (alloc_table_insert(record, &replaced)) count_freed(replaced, now);
+}
+
+void recorder_free(void* pointer) {
+  AllocRecord removed;
+  if (alloc_table_remove(reinterpret_cast<uintptr_t>(pointer), &removed)) count_freed(removed, epoch_current());
+}
+
+bool recorder_take(void* pointer, AllocRecord* taken) {
+  return alloc_table_remove(reinterpret_cast<uintptr_t>(pointer), taken);
+}
+
+void recorder_count_freed(const AllocRecord& taken) { count_freed(taken, epoch_current()); }
+
+void recorder_restore(const AllocRecord& taken) {
+  AllocRecord replaced;
+  if (alloc_table_insert(taken, &replaced)) count_freed(replaced, epoch_current());
+}
+
+void recorder_map(Domain domain, uintptr_t begin, size_t length) {
+  recorder_unmap(begin, length);
+  TripleEntry* triple = current_triple(domain);
+  if (triple == nullptr) return;
+  triple_record_alloc(triple, length);
+  interval_map_insert(Interval{begin, begin + length, static_cast<TripleId>(triple->id), epoch_current()});
+}
+
+void recorder_unmap(uintptr_t begin, size_t length) {
+  Epoch now = epoch_current();
+  interval_map_extract(begin, begin + length, count_cut, &now);
+}
+
+}  // namespace leakscope::internal

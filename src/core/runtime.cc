@@ -1,0 +1,398 @@
+#include "core/runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "core/alloc_table.h"
+#include "core/epoch.h"
+#include "core/internal_alloc.h"
+#include "core/interval_map.h"
+#include "core/module_map.h"
+#include "core/recorder.h"
+#include "core/snapshot_writer.h"
+#include "core/spin_lock.h"
+#include "core/stack_capture.h"
+#include "core/stack_depot.h"
+#include "core/sys.h"
+#include "core/task_registry.h"
+#include "core/thread_registry.h"
+#include "core/triple_registry.h"
+#include "interpose/real_functions.h"
+#include "interpose/signal_hooks.h"
+
+__thread int leakscope_tls_hook_depth __attribute__((tls_model("initial-exec"))) = 0;
+
+namespace leakscope::internal {
+
+std::atomic<int> g_runtime_state{kUninitialized};
+
+namespace {
+
+// Set in a process's environment by the first traced process, so that exec'd descendants know
+// they are not the root and do not reuse its output file.
+constexpr const char* kLineageVariable = "LEAKSCOPE_TRACED_ROOT";
+
+Options g_options;
+SpinLock g_snapshot_lock;  // one snapshot at a time: writer thread, snapshot_now, exit, signals
+bool g_final_written = false;
+pid_t g_pid = 0;
+char g_output_path[kMaxPathLength];
+std::atomic<bool> g_disable_reported{false};
+
+int g_writer_wake = 0;  // futex word: becomes 1 to stop the writer thread
+bool g_writer_running = false;
+
+void report(const char* prefix, const char* text) {
+  char line[kMaxPathLength + 256];
+  snprintf(line, sizeof(line), "leakscope: %s%s\n", prefix, text);
+  sys::write_stderr(line);
+}
+
+// expand_output_path() applies %p, %e and %% to the output pattern. A process that inherited
+// tracking (fork child, exec'd descendant) whose pattern has no %p gets ".PID" appended.
+bool expand_output_path(const char* pattern, pid_t pid, bool descendant, char* out, size_t size) {
+  char exe[kMaxPathLength];
+  const char* exe_name = "unknown";
+  if (sys::read_link("/proc/self/exe", exe, sizeof(exe)) > 0) {
+    const char* slash = strrchr(exe, '/');
+    exe_name = slash != nullptr ? slash + 1 : exe;
+  }
+  size_t used = 0;
+  bool has_pid = false;
+  for (const char* cursor = pattern; *cursor != '\0'; ++cursor) {
+    char piece[kMaxPathLength];
+    if (cursor[0] == '%' && cursor[1] == 'p') {
+      snprintf(piece, sizeof(piece), "%d", pid);
+      has_pid = true;
+      ++cursor;
+    } else if (cursor[0] == '%' && cursor[1] == 'e') {
+      snprintf(piece, sizeof(piece), "%s", exe_name);
+      ++cursor;
+    } else if (cursor[0] == '%' && cursor[1] == '%') {
+      snprintf(piece, sizeof(piece), "%%");
+      ++cursor;
+    } else {
+      piece[0] = *cursor;
+      piece[1] = '\0';
+    }
+    size_t length = strlen(piece);
+    if (used + length + 1 > size) return false;
+    memcpy(out + used, piece, length + 1);
+    used += length;
+  }
+  if (descendant && !has_pid) {
+    int written = snprintf(out + used, size - used, ".%d", pid);
+    if (written < 0 || used + static_cast<size_t>(written) >= size) return false;
+  }
+  return true;
+}
+
+// open_output() opens the stream file: the root process truncates its file; a descendant never
+// overwrites one, and takes "NAME.2", "NAME.3"... if its name is taken (an exec in the same pid).
+int open_output(bool descendant) {
+  if (!expand_output_path(g_options.output.text, g_pid, descendant, g_output_path, sizeof(g_output_path))) {
+    return -ENAMETOOLONG;
+  }
+  if (!descendant) return sys::open_file(g_output_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  int fd = sys::open_file(g_output_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0644);
+  size_t base_length = strlen(g_output_path);
+  for (int attempt = 2; fd == -EEXIST && attempt < 1000; ++attempt) {
+    snprintf(g_output_path + base_length, sizeof(g_output_path) - base_length, ".%d", attempt);
+    fd = sys::open_file(g_output_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0644);
+  }
+  return fd;
+}
+
+// remove_self_from_preload() drops libleakscope from LD_PRELOAD so exec'd programs run untraced.
+void remove_self_from_preload() {
+  const char* preload = getenv("LD_PRELOAD");
+  if (preload == nullptr) return;
+  char kept[kMaxPathLength];
+  size_t used = 0;
+  const char* cursor = preload;
+  while (*cursor != '\0') {
+    size_t length = strcspn(cursor, ": ");
+    bool ours = false;
+    if (length > 0) {
+      const char* name = cursor;
+      for (size_t i = 0; i < length; ++i) {
+        if (cursor[i] == '/') name = cursor + i + 1;
+      }
+      size_t name_length = length - static_cast<size_t>(name - cursor);
+      ours = name_length >= 15 && memcmp(name, "libleakscope.so", 15) == 0;
+    }
+    if (length > 0 && !ours && used + length + 2 < sizeof(kept)) {
+      if (used > 0) kept[used++] = ':';
+      memcpy(kept + used, cursor, length);
+      used += length;
+    }
+    cursor += length;
+    if (*cursor != '\0') ++cursor;
+  }
+  kept[used] = '\0';
+  if (used == 0) {
+    unsetenv("LD_PRELOAD");
+  } else {
+    setenv("LD_PRELOAD", kept, 1);
+  }
+}
+
+bool open_stream(bool descendant, pid_t traced_parent_pid, uint64_t start_monotonic_ns) {
+  int fd = open_output(descendant);
+  if (fd < 0) {
+    char reason[kMaxPathLength + 128];
+    snprintf(reason, sizeof(reason), "cannot open output '%s': %s", g_output_path, strerror(-fd));
+    runtime_disable(reason);
+    return false;
+  }
+  char options_text[kMaxPathLength + 512];
+  options_format(g_options, options_text, sizeof(options_text));
+  ProcessDescription process{};
+  process.pid = g_pid;
+  process.ppid = sys::get_ppid();
+  process.traced_parent_pid = traced_parent_pid;
+  process.start_realtime_ns = sys::realtime_ns();
+  process.start_monotonic_ns = start_monotonic_ns;
+  process.interval_ns = g_options.interval;
+  process.depth = static_cast<uint32_t>(g_options.depth);
+  process.options = options_text;
+  int error = snapshot_writer_open(fd, process);
+  if (error != 0) {
+    char reason[kMaxPathLength + 128];
+    snprintf(reason, sizeof(reason), "cannot write output '%s': %s", g_output_path, strerror(-error));
+    runtime_disable(reason);
+    return false;
+  }
+  if (g_options.verbose) report("writing ", g_output_path);
+  return true;
+}
+
+// write_snapshot_locked() writes one snapshot; the caller holds g_snapshot_lock.
+int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final) {
+  if (g_final_written || g_runtime_state.load(std::memory_order_relaxed) != kActive) return -1;
+  int error = snapshot_writer_write(reason, signal_number, final);
+  if (final) g_final_written = true;
+  if (error != 0) {
+    char text[kMaxPathLength + 128];
+    snprintf(text, sizeof(text), "cannot write output '%s': %s", g_output_path, strerror(-error));
+    runtime_disable(text);
+    return -1;
+  }
+  return 0;
+}
+
+void* writer_main(void*) {
+  leakscope_tls_hook_depth = 1;  // the writer's own libc calls are never the program's
+  prctl(PR_SET_NAME, "leakscope", 0, 0, 0);
+  uint64_t interval = g_options.interval;
+  uint64_t next = sys::monotonic_ns() + interval;
+  while (__atomic_load_n(&g_writer_wake, __ATOMIC_ACQUIRE) == 0) {
+    uint64_t now = sys::monotonic_ns();
+    if (now < next) {
+      sys::futex_wait(&g_writer_wake, 0, next - now);
+      continue;
+    }
+    g_snapshot_lock.lock();
+    write_snapshot_locked(SnapshotReason::kPeriodic, 0, false);
+    g_snapshot_lock.unlock();
+    next += interval;
+    if (next <= now) next = now + interval;  // a slow snapshot skips ticks rather than bursting
+  }
+  return nullptr;
+}
+
+void start_writer_thread() {
+  __atomic_store_n(&g_writer_wake, 0, __ATOMIC_RELEASE);
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);  // the program's signals never land on our thread
+  pthread_t thread;
+  g_writer_running = pthread_create(&thread, nullptr, writer_main, nullptr) == 0;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (g_writer_running) {
+    pthread_detach(thread);
+  } else {
+    report("warning: ", "no writer thread; snapshots only at exit and on request");
+  }
+}
+
+void stop_writer_thread() {
+  __atomic_store_n(&g_writer_wake, 1, __ATOMIC_RELEASE);
+  sys::futex_wake(&g_writer_wake);
+}
+
+void before_fork() {
+  ++leakscope_tls_hook_depth;
+  g_snapshot_lock.lock();
+  module_map_before_fork();
+  depot_before_fork();
+  triple_registry_before_fork();
+  task_registry_before_fork();
+  thread_registry_before_fork();
+  interval_map_before_fork();
+  alloc_table_before_fork();
+  internal_alloc_before_fork();
+}
+
+void after_fork_parent() {
+  internal_alloc_after_fork_parent();
+  alloc_table_after_fork_parent();
+  interval_map_after_fork_parent();
+  thread_registry_after_fork_parent();
+  task_registry_after_fork_parent();
+  triple_registry_after_fork_parent();
+  depot_after_fork_parent();
+  module_map_after_fork_parent();
+  g_snapshot_lock.unlock();
+  --leakscope_tls_hook_depth;
+}
+
+void after_fork_child() {
+  internal_alloc_after_fork_child();
+  alloc_table_after_fork_child();
+  interval_map_after_fork_child();
+  thread_registry_after_fork_child();
+  task_registry_after_fork_child();
+  triple_registry_after_fork_child();
+  depot_after_fork_child();
+  module_map_after_fork_child();
+  g_snapshot_lock.reset_after_fork();
+
+  pid_t parent = g_pid;
+  g_pid = sys::get_pid();
+  if (g_runtime_state.load(std::memory_order_relaxed) == kActive && !g_final_written) {
+    int parent_fd = snapshot_writer_fd();
+    if (parent_fd >= 0) sys::close_file(parent_fd);
+    if (!g_options.follow_fork) {
+      g_runtime_state.store(kDisabled, std::memory_order_relaxed);
+    } else if (open_stream(true, parent, sys::monotonic_ns())) {
+      start_writer_thread();
+    }
+  }
+  --leakscope_tls_hook_depth;
+}
+
+bool init_tables(char* error, size_t size) {
+  if (!depot_init() || !triple_registry_init() || !task_registry_init() || !thread_registry_init()) {
+    snprintf(error, size, "out of memory for the runtime's tables");
+    return false;
+  }
+  return true;
+}
+
+// start() runs from the library constructor, after init.
+__attribute__((constructor)) void start() {
+  runtime_init();
+  if (g_runtime_state.load(std::memory_order_acquire) != kActive) return;
+  ++leakscope_tls_hook_depth;
+  g_pid = sys::get_pid();
+  bool descendant = getenv(kLineageVariable) != nullptr;
+  if (!descendant) {
+    char pid_text[32];
+    snprintf(pid_text, sizeof(pid_text), "%d", g_pid);
+    setenv(kLineageVariable, pid_text, 1);
+  }
+  if (!g_options.follow_exec) remove_self_from_preload();
+  if (open_stream(descendant, descendant ? sys::get_ppid() : 0, sys::monotonic_ns())) {
+    if (g_options.signal_snapshot) signal_hooks_install();
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    start_writer_thread();
+  }
+  --leakscope_tls_hook_depth;
+}
+
+__attribute__((destructor)) void stop() { runtime_finish(); }
+
+}  // namespace
+
+bool hook_begin_slow() {
+  if (leakscope_tls_hook_depth != 0) return false;
+  int state = g_runtime_state.load(std::memory_order_acquire);
+  if (state == kUninitialized || state == kInitializing) {
+    runtime_init();
+    state = g_runtime_state.load(std::memory_order_acquire);
+  }
+  if (state != kActive) return false;
+  ++leakscope_tls_hook_depth;
+  return true;
+}
+
+void runtime_init() {
+  int expected = kUninitialized;
+  if (!g_runtime_state.compare_exchange_strong(expected, kInitializing, std::memory_order_acq_rel)) {
+    // Another thread is initializing (this one cannot be: it would be inside a hook).
+    while (g_runtime_state.load(std::memory_order_acquire) == kInitializing) sched_yield();
+    return;
+  }
+  ++leakscope_tls_hook_depth;
+  char error[kMaxPathLength + 256];
+  bool ok = real_functions_resolve(error, sizeof(error));
+  options_set_defaults(&g_options);
+  ok = ok && options_parse(getenv("LEAKSCOPE_OPTIONS"), &g_options, error, sizeof(error));
+  if (ok && g_options.help) sys::write_stderr(options_help_text());
+  if (ok && g_options.verbose) {
+    char text[kMaxPathLength + 512];
+    options_format(g_options, text, sizeof(text));
+    report("options: ", text);
+  }
+  if (ok && !g_options.enabled) {
+    g_runtime_state.store(kDisabled, std::memory_order_release);
+  } else if (ok && init_tables(error, sizeof(error))) {
+    recorder_set_depth(static_cast<int>(g_options.depth));
+    stack_capture_init();
+    module_map_refresh(epoch_current(), true);
+    g_runtime_state.store(kActive, std::memory_order_release);
+  } else {
+    runtime_disable(error);
+  }
+  --leakscope_tls_hook_depth;
+}
+
+const Options& runtime_options() { return g_options; }
+
+int runtime_snapshot_now() {
+  if (g_runtime_state.load(std::memory_order_acquire) != kActive) return -1;
+  ++leakscope_tls_hook_depth;
+  g_snapshot_lock.lock();
+  int result = write_snapshot_locked(SnapshotReason::kOnDemand, 0, false);
+  g_snapshot_lock.unlock();
+  --leakscope_tls_hook_depth;
+  return result;
+}
+
+void runtime_finish() {
+  if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return;
+  ++leakscope_tls_hook_depth;
+  stop_writer_thread();
+  g_snapshot_lock.lock();
+  write_snapshot_locked(SnapshotReason::kExit, 0, true);
+  g_snapshot_lock.unlock();
+  g_runtime_state.store(kDisabled, std::memory_order_release);
+  --leakscope_tls_hook_depth;
+}
+
+void runtime_fatal_signal_snapshot(int signal_number) {
+  // Interrupted inside the runtime: it may hold any of our locks, so writing could deadlock.
+  if (leakscope_tls_hook_depth != 0) return;
+  if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return;
+  ++leakscope_tls_hook_depth;
+  if (g_snapshot_lock.try_lock_for(2000)) {
+    write_snapshot_locked(SnapshotReason::kSignal, signal_number, true);
+    g_snapshot_lock.unlock();
+  }
+  --leakscope_tls_hook_depth;
+}
+
+void runtime_disable(const char* reason) {
+  g_runtime_state.store(kDisabled, std::memory_order_release);
+  if (!g_disable_reported.exchange(true)) report("tracking disabled: ", reason);
+}
+
+}  // namespace leakscope::internal

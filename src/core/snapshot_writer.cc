@@ -1,0 +1,620 @@
+#include "core/snapshot_writer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc_table.h"
+#include "core/checksum.h"
+#include "core/epoch.h"
+#include "core/internal_alloc.h"
+#include "core/interval_map.h"
+#include "core/module_map.h"
+#include "core/proc_stats.h"
+#include "core/stack_depot.h"
+#include "core/sys.h"
+#include "core/task_registry.h"
+#include "core/thread_registry.h"
+#include "core/triple_registry.h"
+
+#ifndef LEAKSCOPE_VERSION
+#define LEAKSCOPE_VERSION "0.0.0"
+#endif
+
+namespace leakscope::internal {
+namespace {
+
+// FrameBuilder: a frame under construction in internal memory. A failed reservation makes the
+// builder sticky-failed; finish() then reports it and nothing is written.
+class FrameBuilder {
+ public:
+  void start(FrameType type) {
+    bytes_.clear();
+    failed_ = !bytes_.resize(kFrameHeaderSize);
+    type_ = type;
+  }
+
+  void varint(uint64_t value) {
+    uint8_t* out = reserve(kMaxVarintSize);
+    if (out != nullptr) bytes_.commit_size(static_cast<size_t>(varint_put(out, value) - bytes_.data()));
+  }
+
+  void signed_varint(int64_t value) { varint(zigzag_encode(value)); }
+
+  void blob(const void* data, size_t size) {
+    varint(size);
+    uint8_t* out = reserve(size);
+    if (out == nullptr) return;
+    memcpy(out, data, size);
+    bytes_.commit_size(bytes_.size() + size);
+  }
+
+  void string(const char* text) { blob(text, strlen(text)); }
+
+  // begin_section() returns a mark for end_section(), which fills in the section's length.
+  size_t begin_section(SectionTag tag) {
+    varint(static_cast<uint64_t>(tag));
+    uint8_t* out = reserve(kSectionLengthSize);
+    if (out == nullptr) return 0;
+    bytes_.commit_size(bytes_.size() + kSectionLengthSize);
+    return bytes_.size();
+  }
+
+  void end_section(size_t mark) {
+    if (failed_ || mark == 0) return;
+    varint_put_padded(bytes_.data() + mark - kSectionLengthSize, bytes_.size() - mark);
+  }
+
+  // finish() fills the frame header; returns false if building ran out of memory.
+  bool finish() {
+    if (failed_) return false;
+    size_t payload = bytes_.size() - kFrameHeaderSize;
+    if (payload > kMaxFramePayload) return false;
+    uint8_t* header = bytes_.data();
+    le32_put(header, kFrameMarker);
+    le32_put(header + 4, static_cast<uint32_t>(type_));
+    le32_put(header + 8, static_cast<uint32_t>(payload));
+    uint32_t crc = crc32c_extend(0, header + 4, 8);
+    crc = crc32c_extend(crc, header + kFrameHeaderSize, payload);
+    le32_put(header + 12, crc);
+    return true;
+  }
+
+  const uint8_t* data() const { return bytes_.data(); }
+  size_t size() const { return bytes_.size(); }
+
+ private:
+  uint8_t* reserve(size_t extra) {
+    if (failed_ || !bytes_.reserve(bytes_.size() + extra)) {
+      failed_ = true;
+      return nullptr;
+    }
+    return bytes_.data() + bytes_.size();
+  }
+
+  InternalArray<uint8_t> bytes_;
+  FrameType type_ = FrameType::kSnapshot;
+  bool failed_ = false;
+};
+
+// BirthMap: live bytes and blocks per (triple, birth epoch), open addressing, key 0 = empty.
+struct BirthCell {
+  uint64_t key;  // triple << 32 | epoch
+  int64_t bytes;
+  int64_t blocks;
+};
+
+class BirthMap {
+ public:
+  bool add(uint64_t key, int64_t bytes, int64_t blocks) {
+    if ((count_ + 1) * 2 > cells_.size() && !grow()) return false;
+    BirthCell* cell = locate(key);
+    if (cell->key == 0) {
+      cell->key = key;
+      ++count_;
+    }
+    cell->bytes += bytes;
+    cell->blocks += blocks;
+    return true;
+  }
+
+  const BirthCell* find(uint64_t key) const {
+    if (cells_.size() == 0) return nullptr;
+    const BirthCell* cell = const_cast<BirthMap*>(this)->locate(key);
+    return cell->key == 0 ? nullptr : cell;
+  }
+
+  void clear() {
+    if (cells_.size() != 0) memset(cells_.data(), 0, cells_.size() * sizeof(BirthCell));
+    count_ = 0;
+  }
+
+  const BirthCell* begin() const { return cells_.data(); }
+  const BirthCell* end() const { return cells_.data() + cells_.size(); }
+  void swap(BirthMap& other) {
+    cells_.swap(other.cells_);
+    size_t count = count_;
+    count_ = other.count_;
+    other.count_ = count;
+  }
+
+ private:
+  BirthCell* locate(uint64_t key) {
+    size_t mask = cells_.size() - 1;
+    for (size_t slot = hash(key) & mask;; slot = (slot + 1) & mask) {
+      BirthCell& cell = cells_[slot];
+      if (cell.key == key || cell.key == 0) return &cell;
+    }
+  }
+
+  static size_t hash(uint64_t key) { return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> 20); }
+
+  bool grow() {
+    InternalArray<BirthCell> old;
+    old.swap(cells_);
+    size_t capacity = old.size() == 0 ? 1024 : old.size() * 2;
+    if (!cells_.resize(capacity)) {
+      old.swap(cells_);
+      return false;
+    }
+    count_ = 0;
+    for (size_t i = 0; i < old.size(); ++i) {
+      if (old[i].key != 0) add(old[i].key, old[i].bytes, old[i].blocks);
+    }
+    old.release();
+    return true;
+  }
+
+  InternalArray<BirthCell> cells_;
+  size_t count_ = 0;
+};
+
+struct EmittedCounters {
+  uint64_t alloc_count, alloc_bytes, free_count, free_bytes, split_count;
+};
+
+struct EmittedThread {
+  pid_t tid;
+  bool known;
+  bool exited;
+  char name[kThreadNameSize];
+};
+
+struct EmittedLifetimes {
+  uint64_t bytes[kLifetimeBuckets];
+};
+
+struct WriterState {
+  int fd = -1;
+  uint32_t snapshots = 0;
+  uint64_t start_monotonic_ns = 0;
+  uint32_t stacks_end = 1;
+  uint32_t sites_end = 1;
+  uint32_t triples_end = 1;
+  uint32_t tasks_end = 1;
+  uint32_t modules_end = 0;
+  InternalArray<uint8_t> module_unload_emitted;
+  InternalArray<EmittedThread> threads;
+  InternalArray<EmittedCounters> counters;
+  InternalArray<EmittedLifetimes> lifetimes;
+  BirthMap births_previous;
+  BirthMap births_current;
+  FrameBuilder frame;
+  bool births_incomplete = false;
+};
+
+constinit WriterState g_writer;
+
+uint64_t birth_key(TripleId triple, Epoch birth) { return static_cast<uint64_t>(raw(triple)) << 32 | raw(birth); }
+
+struct ScanContext {
+  uint32_t triples_end;
+};
+
+void scan_heap(const AllocRecord* records, uint32_t capacity, void* data) {
+  auto* scan = static_cast<ScanContext*>(data);
+  for (uint32_t i = 0; i < capacity; ++i) {
+    const AllocRecord& record = records[i];
+    if (record.pointer == 0 || raw(record.triple) >= scan->triples_end) continue;
+    if (!g_writer.births_current.add(birth_key(record.triple, record.birth), static_cast<int64_t>(record.size), 1)) {
+      g_writer.births_incomplete = true;
+    }
+  }
+}
+
+void scan_intervals(const Interval* intervals, uint32_t count, void* data) {
+  auto* scan = static_cast<ScanContext*>(data);
+  for (uint32_t i = 0; i < count; ++i) {
+    const Interval& interval = intervals[i];
+    if (raw(interval.triple) >= scan->triples_end) continue;
+    if (!g_writer.births_current.add(birth_key(interval.triple, interval.birth),
+                                     static_cast<int64_t>(interval.end - interval.begin), 1)) {
+      g_writer.births_incomplete = true;
+    }
+  }
+}
+
+void write_info(FrameBuilder& frame, Epoch closed, SnapshotReason reason, int signal_number, bool final) {
+  ProcStats stats;
+  proc_stats_read(&stats);
+  size_t mark = frame.begin_section(SectionTag::kInfo);
+  frame.varint(raw(closed));
+  frame.varint(sys::monotonic_ns() - g_writer.start_monotonic_ns);
+  frame.varint(sys::realtime_ns());
+  frame.varint(static_cast<uint64_t>(reason));
+  frame.varint(static_cast<uint64_t>(signal_number));
+  frame.varint(final ? 1 : 0);
+  frame.varint(stats.rss_bytes);
+  frame.varint(stats.pss_bytes);
+  frame.varint(stats.anon_bytes);
+  frame.varint(stats.file_bytes);
+  frame.varint(stats.shmem_bytes);
+  frame.varint(stats.swap_bytes);
+  frame.varint(stats.hwm_bytes);
+  frame.varint(internal_mapped_bytes());
+  frame.varint(alloc_table_live_blocks());
+  frame.end_section(mark);
+}
+
+void write_modules(FrameBuilder& frame) {
+  module_map_lock();
+  uint32_t count = module_map_count();
+  size_t mark = frame.begin_section(SectionTag::kModuleLoads);
+  frame.varint(count - g_writer.modules_end);
+  for (uint32_t id = g_writer.modules_end; id < count; ++id) {
+    const ModuleRecord* module = module_map_get(id);
+    frame.varint(module->id);
+    frame.varint(module->base);
+    frame.blob(module->path, module->path_length);
+    frame.blob(module->build_id, module->build_id_length);
+    frame.varint(module->segment_count);
+    for (uint32_t s = 0; s < module->segment_count; ++s) {
+      frame.varint(module->segments[s].vaddr);
+      frame.varint(module->segments[s].memsz);
+      frame.varint(module->segments[s].file_offset);
+      frame.varint(module->segments[s].flags);
+    }
+    frame.varint(module->load_ns > g_writer.start_monotonic_ns ? module->load_ns - g_writer.start_monotonic_ns : 0);
+    frame.varint(raw(module->load_epoch));
+  }
+  frame.end_section(mark);
+  g_writer.modules_end = count;
+  g_writer.module_unload_emitted.resize(count);
+
+  uint32_t unloads = 0;
+  for (uint32_t id = 0; id < count; ++id) {
+    if (module_map_get(id)->unloaded && !g_writer.module_unload_emitted[id]) ++unloads;
+  }
+  mark = frame.begin_section(SectionTag::kModuleUnloads);
+  frame.varint(unloads);
+  for (uint32_t id = 0; id < count; ++id) {
+    const ModuleRecord* module = module_map_get(id);
+    if (!module->unloaded || g_writer.module_unload_emitted[id]) continue;
+    frame.varint(id);
+    frame.varint(module->unload_ns > g_writer.start_monotonic_ns ? module->unload_ns - g_writer.start_monotonic_ns : 0);
+    frame.varint(raw(module->unload_epoch));
+    g_writer.module_unload_emitted[id] = 1;
+  }
+  frame.end_section(mark);
+  module_map_unlock();
+}
+
+void write_stacks(FrameBuilder& frame, uint32_t stacks_end) {
+  size_t mark = frame.begin_section(SectionTag::kStacks);
+  frame.varint(stacks_end - g_writer.stacks_end);
+  for (uint32_t id = g_writer.stacks_end; id < stacks_end; ++id) {
+    const StackEntry* stack = depot_get(static_cast<StackId>(id));
+    frame.varint(id);
+    frame.varint(stack->depth);
+    uintptr_t previous = 0;
+    for (uint32_t i = 0; i < stack->depth; ++i) {
+      frame.signed_varint(static_cast<int64_t>(stack->frames[i] - previous));
+      previous = stack->frames[i];
+    }
+  }
+  frame.end_section(mark);
+  g_writer.stacks_end = stacks_end;
+}
+
+// current_thread_name() is the thread's name now; false once the thread is gone.
+bool current_thread_name(const ThreadRecord& record, char* name) {
+  if (record.exited.load(std::memory_order_acquire)) {
+    if (record.exit_name[0] == '\0') return false;
+    memcpy(name, record.exit_name, kThreadNameSize);
+    return false;
+  }
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/task/%d/comm", record.tid);
+  char text[kThreadNameSize + 2];
+  long length = sys::read_small_file(path, text, sizeof(text));
+  if (length < 0) return false;
+  if (length > 0 && text[length - 1] == '\n') text[--length] = '\0';
+  memset(name, 0, kThreadNameSize);
+  memcpy(name, text, static_cast<size_t>(length) < kThreadNameSize ? static_cast<size_t>(length) : kThreadNameSize - 1);
+  return true;
+}
+
+
+void write_threads(FrameBuilder& frame, uint32_t threads_end) {
+  InternalArray<uint32_t> changed;
+  g_writer.threads.resize(threads_end);
+  for (uint32_t idx = 1; idx < threads_end; ++idx) {
+    ThreadRecord* record = thread_record(static_cast<ThreadIdx>(idx));
+    EmittedThread& emitted = g_writer.threads[idx];
+    char name[kThreadNameSize];
+    memcpy(name, emitted.name, kThreadNameSize);
+    bool alive = current_thread_name(*record, name);
+    name[kThreadNameSize - 1] = '\0';
+    if (emitted.known && emitted.tid == record->tid && emitted.exited == !alive &&
+        memcmp(name, emitted.name, kThreadNameSize) == 0) {
+      continue;
+    }
+    emitted.known = true;
+    emitted.tid = record->tid;
+    emitted.exited = !alive;
+    memcpy(emitted.name, name, kThreadNameSize);
+    changed.push_back(idx);
+  }
+  size_t mark = frame.begin_section(SectionTag::kThreads);
+  frame.varint(changed.size());
+  for (size_t i = 0; i < changed.size(); ++i) {
+    const EmittedThread& emitted = g_writer.threads[changed[i]];
+    frame.varint(changed[i]);
+    frame.varint(static_cast<uint64_t>(emitted.tid));
+    frame.string(emitted.name);
+    frame.varint(emitted.exited ? 1 : 0);
+  }
+  frame.end_section(mark);
+  changed.release();
+}
+
+void write_tasks(FrameBuilder& frame, uint32_t tasks_end) {
+  size_t mark = frame.begin_section(SectionTag::kTasks);
+  frame.varint(tasks_end - g_writer.tasks_end);
+  for (uint32_t id = g_writer.tasks_end; id < tasks_end; ++id) {
+    const TaskEntry* task = task_get(static_cast<TaskId>(id));
+    frame.varint(id);
+    frame.varint(task->user_id);
+    frame.blob(task->name, task->name_length);
+  }
+  frame.end_section(mark);
+  g_writer.tasks_end = tasks_end;
+}
+
+void write_sites(FrameBuilder& frame, uint32_t sites_end) {
+  size_t mark = frame.begin_section(SectionTag::kSites);
+  frame.varint(sites_end - g_writer.sites_end);
+  for (uint32_t id = g_writer.sites_end; id < sites_end; ++id) {
+    const SiteEntry* site = site_get(static_cast<SiteId>(id));
+    frame.varint(id);
+    frame.varint(static_cast<uint64_t>(site->domain));
+    frame.varint(raw(site->stack));
+  }
+  frame.end_section(mark);
+  g_writer.sites_end = sites_end;
+}
+
+void write_triples(FrameBuilder& frame, uint32_t triples_end) {
+  size_t mark = frame.begin_section(SectionTag::kTriples);
+  frame.varint(triples_end - g_writer.triples_end);
+  for (uint32_t id = g_writer.triples_end; id < triples_end; ++id) {
+    const TripleEntry* triple = triple_get(static_cast<TripleId>(id));
+    frame.varint(id);
+    frame.varint(triple->site->id);
+    frame.varint(raw(triple->thread));
+    frame.varint(raw(triple->task));
+  }
+  frame.end_section(mark);
+  g_writer.triples_end = triples_end;
+}
+
+void write_counters(FrameBuilder& frame, uint32_t triples_end) {
+  g_writer.counters.resize(triples_end);
+  InternalArray<uint32_t> changed;
+  InternalArray<EmittedCounters> now;
+  for (uint32_t id = 1; id < triples_end; ++id) {
+    const TripleEntry* triple = triple_get(static_cast<TripleId>(id));
+    // Frees are read before allocations so that a block born and freed during this read is never
+    // seen freed but not allocated.
+    EmittedCounters current;
+    current.free_count = triple->free_count.load(std::memory_order_relaxed);
+    current.free_bytes = triple->free_bytes.load(std::memory_order_relaxed);
+    current.split_count = triple->split_count.load(std::memory_order_relaxed);
+    current.alloc_count = triple->alloc_count.load(std::memory_order_relaxed);
+    current.alloc_bytes = triple->alloc_bytes.load(std::memory_order_relaxed);
+    if (memcmp(&current, &g_writer.counters[id], sizeof(current)) == 0) continue;
+    changed.push_back(id);
+    now.push_back(current);
+  }
+  size_t mark = frame.begin_section(SectionTag::kCounters);
+  frame.varint(changed.size());
+  uint32_t previous_id = 0;
+  for (size_t i = 0; i < changed.size(); ++i) {
+    EmittedCounters& before = g_writer.counters[changed[i]];
+    const EmittedCounters& after = now[i];
+    frame.varint(changed[i] - previous_id);
+    frame.varint(after.alloc_count - before.alloc_count);
+    frame.varint(after.alloc_bytes - before.alloc_bytes);
+    frame.varint(after.free_count - before.free_count);
+    frame.varint(after.free_bytes - before.free_bytes);
+    frame.varint(after.split_count - before.split_count);
+    before = after;
+    previous_id = changed[i];
+  }
+  frame.end_section(mark);
+  changed.release();
+  now.release();
+}
+
+void write_births(FrameBuilder& frame, uint32_t triples_end) {
+  g_writer.births_current.clear();
+  g_writer.births_incomplete = false;
+  ScanContext scan{triples_end};
+  alloc_table_visit(scan_heap, &scan);
+  interval_map_visit(scan_intervals, &scan);
+  if (g_writer.births_incomplete) {
+    // Out of memory for the histogram: keep the previous one, so the stream stays consistent.
+    size_t mark = frame.begin_section(SectionTag::kBirths);
+    frame.varint(0);
+    frame.end_section(mark);
+    return;
+  }
+  uint64_t changes = 0;
+  for (const BirthCell* cell = g_writer.births_current.begin(); cell != g_writer.births_current.end(); ++cell) {
+    if (cell->key == 0) continue;
+    const BirthCell* before = g_writer.births_previous.find(cell->key);
+    if (before == nullptr || before->bytes != cell->bytes || before->blocks != cell->blocks) ++changes;
+  }
+  for (const BirthCell* cell = g_writer.births_previous.begin(); cell != g_writer.births_previous.end(); ++cell) {
+    if (cell->key != 0 && g_writer.births_current.find(cell->key) == nullptr) ++changes;
+  }
+  size_t mark = frame.begin_section(SectionTag::kBirths);
+  frame.varint(changes);
+  for (const BirthCell* cell = g_writer.births_current.begin(); cell != g_writer.births_current.end(); ++cell) {
+    if (cell->key == 0) continue;
+    const BirthCell* before = g_writer.births_previous.find(cell->key);
+    int64_t bytes_before = before != nullptr ? before->bytes : 0;
+    int64_t blocks_before = before != nullptr ? before->blocks : 0;
+    if (before != nullptr && bytes_before == cell->bytes && blocks_before == cell->blocks) continue;
+    frame.varint(cell->key >> 32);
+    frame.varint(cell->key & 0xffffffffu);
+    frame.signed_varint(cell->bytes - bytes_before);
+    frame.signed_varint(cell->blocks - blocks_before);
+  }
+  for (const BirthCell* cell = g_writer.births_previous.begin(); cell != g_writer.births_previous.end(); ++cell) {
+    if (cell->key == 0 || g_writer.births_current.find(cell->key) != nullptr) continue;
+    frame.varint(cell->key >> 32);
+    frame.varint(cell->key & 0xffffffffu);
+    frame.signed_varint(-cell->bytes);
+    frame.signed_varint(-cell->blocks);
+  }
+  frame.end_section(mark);
+  g_writer.births_previous.swap(g_writer.births_current);
+}
+
+void write_lifetimes(FrameBuilder& frame, uint32_t sites_end) {
+  g_writer.lifetimes.resize(sites_end);
+  InternalArray<uint32_t> changed;
+  InternalArray<EmittedLifetimes> now;
+  for (uint32_t id = 1; id < sites_end; ++id) {
+    const SiteEntry* site = site_get(static_cast<SiteId>(id));
+    EmittedLifetimes current;
+    for (int b = 0; b < kLifetimeBuckets; ++b) {
+      current.bytes[b] = site->freed_bytes_by_lifetime[b].load(std::memory_order_relaxed);
+    }
+    if (memcmp(&current, &g_writer.lifetimes[id], sizeof(current)) == 0) continue;
+    changed.push_back(id);
+    now.push_back(current);
+  }
+  size_t mark = frame.begin_section(SectionTag::kLifetimes);
+  frame.varint(changed.size());
+  for (size_t i = 0; i < changed.size(); ++i) {
+    EmittedLifetimes& before = g_writer.lifetimes[changed[i]];
+    uint32_t mask = 0;
+    for (int b = 0; b < kLifetimeBuckets; ++b) {
+      if (now[i].bytes[b] != before.bytes[b]) mask |= 1u << b;
+    }
+    frame.varint(changed[i]);
+    frame.varint(mask);
+    for (int b = 0; b < kLifetimeBuckets; ++b) {
+      if (mask & (1u << b)) frame.varint(now[i].bytes[b] - before.bytes[b]);
+    }
+    before = now[i];
+  }
+  frame.end_section(mark);
+  changed.release();
+  now.release();
+}
+
+void reset_emitted_state() {
+  g_writer.snapshots = 0;
+  g_writer.stacks_end = g_writer.sites_end = g_writer.triples_end = g_writer.tasks_end = 1;
+  g_writer.modules_end = 0;
+  g_writer.module_unload_emitted.clear();
+  g_writer.threads.clear();
+  g_writer.counters.clear();
+  g_writer.lifetimes.clear();
+  g_writer.births_previous.clear();
+  g_writer.births_current.clear();
+}
+
+void write_cmdline(FrameBuilder& frame) {
+  char text[8192];
+  long length = sys::read_small_file("/proc/self/cmdline", text, sizeof(text));
+  uint64_t count = 0;
+  for (long i = 0; i < length; ++i) count += text[i] == '\0';
+  frame.varint(count);
+  for (long i = 0; i < length;) {
+    size_t argument = strlen(text + i);
+    frame.blob(text + i, argument);
+    i += static_cast<long>(argument) + 1;
+  }
+}
+
+}  // namespace
+
+int snapshot_writer_open(int fd, const ProcessDescription& process) {
+  reset_emitted_state();
+  g_writer.fd = fd;
+  g_writer.start_monotonic_ns = process.start_monotonic_ns;
+
+  uint8_t header[kFileHeaderSize] = {};
+  memcpy(header, kFileMagic, sizeof(kFileMagic));
+  le32_put(header + 8, kFormatVersion);
+  if (int error = sys::write_all(fd, header, sizeof(header)); error != 0) return error;
+
+  FrameBuilder& frame = g_writer.frame;
+  frame.start(FrameType::kProcess);
+  frame.string(LEAKSCOPE_VERSION);
+  frame.varint(static_cast<uint64_t>(process.pid));
+  frame.varint(static_cast<uint64_t>(process.ppid));
+  frame.varint(static_cast<uint64_t>(process.traced_parent_pid));
+  char exe[4096];
+  if (sys::read_link("/proc/self/exe", exe, sizeof(exe)) < 0) exe[0] = '\0';
+  frame.string(exe);
+  write_cmdline(frame);
+  frame.varint(process.start_realtime_ns);
+  frame.varint(process.interval_ns);
+  frame.varint(process.depth);
+  frame.varint(sys::page_size());
+  frame.string(process.options);
+  frame.varint(raw(epoch_current()));
+  if (!frame.finish()) return -ENOMEM;
+  return sys::write_all(fd, frame.data(), frame.size());
+}
+
+int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) {
+  if (g_writer.fd < 0) return -EBADF;
+  Epoch closed = epoch_close();
+  module_map_refresh(closed, false);
+
+  // Read the watermarks outermost first: a triple is published after its site, thread and task,
+  // and a site after its stack, so everything a triple below the mark refers to is below theirs.
+  uint32_t triples_end = triple_end_id();
+  uint32_t sites_end = site_end_id();
+  uint32_t stacks_end = depot_end_id();
+  uint32_t threads_end = thread_end_idx();
+  uint32_t tasks_end = task_end_id();
+
+  FrameBuilder& frame = g_writer.frame;
+  frame.start(FrameType::kSnapshot);
+  write_info(frame, closed, reason, signal_number, final);
+  write_modules(frame);
+  write_stacks(frame, stacks_end);
+  write_threads(frame, threads_end);
+  write_tasks(frame, tasks_end);
+  write_sites(frame, sites_end);
+  write_triples(frame, triples_end);
+  write_counters(frame, triples_end);
+  write_births(frame, triples_end);
+  write_lifetimes(frame, sites_end);
+  if (!frame.finish()) return -ENOMEM;
+  int error = sys::write_all(g_writer.fd, frame.data(), frame.size());
+  if (error == 0) ++g_writer.snapshots;
+  return error;
+}
+
+int snapshot_writer_fd() { return g_writer.fd; }
+uint32_t snapshot_writer_count() { return g_writer.snapshots; }
+
+}  // namespace leakscope::internal

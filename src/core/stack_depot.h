@@ -1,0 +1,43 @@
+// File: stack_depot.h
+//
+// The stack depot interns a stack (return addresses, innermost first) to a StackId, so that an
+// allocation carries 4 bytes instead of its frames. Stacks live for the life of the process; the
+// snapshot writer emits each one once, in id order.
+#ifndef LEAKSCOPE_CORE_STACK_DEPOT_H_
+#define LEAKSCOPE_CORE_STACK_DEPOT_H_
+
+#include <stdint.h>
+
+#include "core/types.h"
+
+namespace leakscope::internal {
+
+struct StackEntry {
+  StackEntry* next;
+  uint64_t hash;
+  uint32_t id;
+  uint32_t depth;
+  uintptr_t frames[];  // `depth` return addresses, innermost first
+};
+
+// depot_init() allocates the depot. Not thread-safe; runtime init calls it once.
+bool depot_init();
+
+// depot_intern() returns the id of `frames[0..depth)`, adding it on first sight; StackId::kNone
+// for an empty stack or when memory is exhausted. Thread-safe; lock-free when the stack is known.
+// Not signal-safe.
+StackId depot_intern(const uintptr_t* frames, int depth);
+
+// depot_get() returns the stack with `id`, or nullptr. Lock-free.
+const StackEntry* depot_get(StackId id);
+
+// depot_end_id() is one past the largest published StackId.
+uint32_t depot_end_id();
+
+void depot_before_fork();
+void depot_after_fork_parent();
+void depot_after_fork_child();
+
+}  // namespace leakscope::internal
+
+#endif  // LEAKSCOPE_CORE_STACK_DEPOT_H_

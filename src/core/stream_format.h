@@ -1,0 +1,111 @@
+// File: stream_format.h
+//
+// The .lsc stream, byte for byte in docs/FORMAT.md: a 16-byte file header, then frames, each
+// written whole with one write(2). This header holds the constants and the varint primitives that
+// the snapshot writer (runtime) and the stream reader (report) share; nothing else parses frames.
+//
+//   file header  magic "\x89LSC\r\n\x1a\n" | u32 version | u32 flags (0)
+//   frame        u32 kFrameMarker | u32 type | u32 payload length | u32 crc32c(type, length, payload)
+//                payload
+//
+// Integers inside payloads are unsigned LEB128 varints; signed values are zigzag-encoded.
+// A snapshot payload is a list of sections (varint tag, varint length, bytes) so that readers skip
+// sections they do not know.
+#ifndef LEAKSCOPE_CORE_STREAM_FORMAT_H_
+#define LEAKSCOPE_CORE_STREAM_FORMAT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace leakscope::internal {
+
+inline constexpr unsigned char kFileMagic[8] = {0x89, 'L', 'S', 'C', '\r', '\n', 0x1a, '\n'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kFileHeaderSize = 16;
+constexpr uint32_t kFrameMarker = 0x5246534c;  // "LSFR" in file order
+constexpr size_t kFrameHeaderSize = 16;
+constexpr uint32_t kMaxFramePayload = 1u << 30;
+
+enum class FrameType : uint32_t {
+  kProcess = 1,   // once, first: who is being traced (see FORMAT.md)
+  kSnapshot = 2,  // the state at the end of one epoch, as sections
+};
+
+enum class SectionTag : uint32_t {
+  kInfo = 1,
+  kModuleLoads = 2,
+  kModuleUnloads = 3,
+  kStacks = 4,
+  kThreads = 5,
+  kTasks = 6,
+  kSites = 7,
+  kTriples = 8,
+  kCounters = 9,
+  kBirths = 10,
+  kLifetimes = 11,
+};
+
+// Why a snapshot was taken (INFO section).
+enum class SnapshotReason : uint32_t {
+  kPeriodic = 0,
+  kOnDemand = 1,  // leakscope_snapshot_now()
+  kExit = 2,      // exit(), _exit() or the library destructor
+  kSignal = 3,    // a fatal signal; the signal number is in the INFO section
+};
+
+// A varint takes at most this many bytes.
+constexpr size_t kMaxVarintSize = 10;
+// Section lengths are written in this many bytes, padded, so they can be filled in afterwards.
+constexpr size_t kSectionLengthSize = 5;
+
+inline uint8_t* varint_put(uint8_t* out, uint64_t value) {
+  while (value >= 0x80) {
+    *out++ = static_cast<uint8_t>(value | 0x80);
+    value >>= 7;
+  }
+  *out++ = static_cast<uint8_t>(value);
+  return out;
+}
+
+// varint_put_padded() writes `value` (< 2^35) in exactly kSectionLengthSize bytes.
+inline void varint_put_padded(uint8_t* out, uint64_t value) {
+  for (size_t i = 0; i + 1 < kSectionLengthSize; ++i) {
+    out[i] = static_cast<uint8_t>((value & 0x7f) | 0x80);
+    value >>= 7;
+  }
+  out[kSectionLengthSize - 1] = static_cast<uint8_t>(value & 0x7f);
+}
+
+// varint_get() reads one varint; false on truncation or a value over 64 bits.
+inline bool varint_get(const uint8_t** cursor, const uint8_t* end, uint64_t* value) {
+  uint64_t result = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (*cursor >= end) return false;
+    uint8_t byte = *(*cursor)++;
+    result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      *value = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+inline uint64_t zigzag_encode(int64_t value) {
+  return (static_cast<uint64_t>(value) << 1) ^ static_cast<uint64_t>(value >> 63);
+}
+inline int64_t zigzag_decode(uint64_t value) {
+  return static_cast<int64_t>(value >> 1) ^ -static_cast<int64_t>(value & 1);
+}
+
+inline void le32_put(uint8_t* out, uint32_t value) {
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<uint8_t>(value >> (8 * i));
+}
+inline uint32_t le32_get(const uint8_t* in) {
+  return static_cast<uint32_t>(in[0]) | static_cast<uint32_t>(in[1]) << 8 |
+         static_cast<uint32_t>(in[2]) << 16 | static_cast<uint32_t>(in[3]) << 24;
+}
+
+}  // namespace leakscope::internal
+
+#endif  // LEAKSCOPE_CORE_STREAM_FORMAT_H_

@@ -1,0 +1,113 @@
+#include "core/sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace leakscope::internal::sys {
+
+// syscall(2) returns -1 and sets errno; these helpers turn that into -errno.
+static long checked(long result) { return result == -1 ? -errno : result; }
+
+void* map_anonymous(size_t size) {
+  long result = syscall(SYS_mmap, nullptr, size, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return result == -1 ? nullptr : reinterpret_cast<void*>(result);
+}
+
+void unmap(void* address, size_t size) { syscall(SYS_munmap, address, size); }
+
+int open_file(const char* path, int flags, int mode) {
+  return static_cast<int>(checked(syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC, mode)));
+}
+
+int close_file(int fd) { return static_cast<int>(checked(syscall(SYS_close, fd))); }
+
+long read_some(int fd, void* buffer, size_t size) {
+  for (;;) {
+    long result = checked(syscall(SYS_read, fd, buffer, size));
+    if (result != -EINTR) return result;
+  }
+}
+
+int write_all(int fd, const void* data, size_t size) {
+  const char* cursor = static_cast<const char*>(data);
+  while (size > 0) {
+    long written = checked(syscall(SYS_write, fd, cursor, size));
+    if (written == -EINTR) continue;
+    if (written < 0) return static_cast<int>(written);
+    if (written == 0) return -EIO;
+    cursor += written;
+    size -= static_cast<size_t>(written);
+  }
+  return 0;
+}
+
+long read_small_file(const char* path, char* buffer, size_t size) {
+  int fd = open_file(path, O_RDONLY, 0);
+  if (fd < 0) return fd;
+  size_t length = 0;
+  while (length + 1 < size) {
+    long got = read_some(fd, buffer + length, size - 1 - length);
+    if (got < 0) {
+      close_file(fd);
+      return got;
+    }
+    if (got == 0) break;
+    length += static_cast<size_t>(got);
+  }
+  buffer[length] = '\0';
+  close_file(fd);
+  return static_cast<long>(length);
+}
+
+long read_link(const char* path, char* buffer, size_t size) {
+  long length = checked(syscall(SYS_readlinkat, AT_FDCWD, path, buffer, size - 1));
+  if (length >= 0) buffer[length] = '\0';
+  return length;
+}
+
+pid_t get_pid() { return static_cast<pid_t>(syscall(SYS_getpid)); }
+pid_t get_ppid() { return static_cast<pid_t>(syscall(SYS_getppid)); }
+pid_t get_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+int signal_thread(pid_t tid, int signal_number) {
+  return static_cast<int>(checked(syscall(SYS_tgkill, get_pid(), tid, signal_number)));
+}
+
+static uint64_t clock_ns(clockid_t clock) {
+  struct timespec now;
+  clock_gettime(clock, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+}
+
+uint64_t monotonic_ns() { return clock_ns(CLOCK_MONOTONIC); }
+uint64_t realtime_ns() { return clock_ns(CLOCK_REALTIME); }
+
+void futex_wait(int* word, int expected, uint64_t timeout_ns) {
+  struct timespec timeout;
+  timeout.tv_sec = static_cast<time_t>(timeout_ns / 1000000000ull);
+  timeout.tv_nsec = static_cast<long>(timeout_ns % 1000000000ull);
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, &timeout, nullptr, 0);
+}
+
+void futex_wake(int* word) { syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 0x7fffffff, nullptr, nullptr, 0); }
+
+void write_stderr(const char* text) { write_all(2, text, strlen(text)); }
+
+size_t page_size() {
+  static size_t cached = 0;
+  if (cached == 0) {
+    unsigned long from_auxv = getauxval(AT_PAGESZ);
+    cached = from_auxv != 0 ? from_auxv : 4096;
+  }
+  return cached;
+}
+
+}  // namespace leakscope::internal::sys

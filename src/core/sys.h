@@ -1,0 +1,51 @@
+// File: sys.h
+//
+// The runtime's one OS seam: raw system calls that never enter the hooked malloc or mmap.
+// Everything here is thread-safe, async-signal-safe and allocation-free. Failures return -errno
+// (or nullptr for mappings) instead of touching errno's users.
+#ifndef LEAKSCOPE_CORE_SYS_H_
+#define LEAKSCOPE_CORE_SYS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+namespace leakscope::internal::sys {
+
+// map_anonymous() returns `size` bytes of zeroed private memory, or nullptr.
+void* map_anonymous(size_t size);
+// unmap() releases memory from map_anonymous().
+void unmap(void* address, size_t size);
+
+int open_file(const char* path, int flags, int mode);
+int close_file(int fd);
+// read_some() returns bytes read, 0 at end of file, or -errno.
+long read_some(int fd, void* buffer, size_t size);
+// write_all() writes every byte (retrying on EINTR and short writes); returns 0 or -errno.
+int write_all(int fd, const void* data, size_t size);
+// read_small_file() reads up to size-1 bytes of `path` and NUL-terminates; returns length or -errno.
+long read_small_file(const char* path, char* buffer, size_t size);
+// read_link() is readlink(2) with NUL termination; returns length or -errno.
+long read_link(const char* path, char* buffer, size_t size);
+
+pid_t get_pid();
+pid_t get_ppid();
+pid_t get_tid();
+int signal_thread(pid_t tid, int signal_number);
+
+uint64_t monotonic_ns();
+uint64_t realtime_ns();
+
+// futex_wait() sleeps while *word == expected, at most timeout_ns. futex_wake() wakes all.
+void futex_wait(int* word, int expected, uint64_t timeout_ns);
+void futex_wake(int* word);
+
+// write_stderr() writes a NUL-terminated string to fd 2, ignoring errors.
+void write_stderr(const char* text);
+
+// page_size() is the system page size, read once from the auxiliary vector.
+size_t page_size();
+
+}  // namespace leakscope::internal::sys
+
+#endif  // LEAKSCOPE_CORE_SYS_H_

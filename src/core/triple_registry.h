@@ -1,0 +1,88 @@
+// File: triple_registry.h
+//
+// Sites (domain, stack) and triples (domain, thread, task, stack), interned to dense ids, with
+// the counters the snapshots are made of. Counters are cumulative and only grow, so the writer
+// emits differences without ever resetting anything a hook might be updating.
+//
+//   live bytes  = alloc_bytes - free_bytes
+//   live blocks = alloc_count - free_count + split_count
+// free_count counts blocks that ended; a partial munmap frees bytes without ending the block,
+// and one that punches a hole in the middle makes two blocks of one (split_count).
+#ifndef LEAKSCOPE_CORE_TRIPLE_REGISTRY_H_
+#define LEAKSCOPE_CORE_TRIPLE_REGISTRY_H_
+
+#include <stdint.h>
+
+#include <atomic>
+
+#include "core/types.h"
+
+namespace leakscope::internal {
+
+struct SiteEntry {
+  SiteEntry* next;
+  uint64_t hash;
+  uint32_t id;
+  Domain domain;
+  StackId stack;
+  std::atomic<uint64_t> freed_bytes_by_lifetime[kLifetimeBuckets];
+};
+
+struct TripleEntry {
+  TripleEntry* next;
+  uint64_t hash;
+  uint32_t id;
+  ThreadIdx thread;
+  TaskId task;
+  SiteEntry* site;
+  std::atomic<uint64_t> alloc_count;
+  std::atomic<uint64_t> alloc_bytes;
+  std::atomic<uint64_t> free_count;
+  std::atomic<uint64_t> free_bytes;
+  std::atomic<uint64_t> split_count;
+};
+
+bool triple_registry_init();
+
+// triple_intern() returns the triple for the key, creating it and its site on first sight;
+// nullptr when memory is exhausted. Thread-safe; lock-free for known triples.
+TripleEntry* triple_intern(Domain domain, ThreadIdx thread, TaskId task, StackId stack);
+
+const TripleEntry* triple_get(TripleId id);
+TripleEntry* triple_get_mutable(TripleId id);
+uint32_t triple_end_id();
+const SiteEntry* site_get(SiteId id);
+uint32_t site_end_id();
+
+// lifetime_bucket() maps a lifetime in whole epochs to its log2 bucket (see types.h).
+inline int lifetime_bucket(uint32_t epochs) {
+  if (epochs == 0) return 0;
+  int bucket = 32 - __builtin_clz(epochs);
+  return bucket < kLifetimeBuckets ? bucket : kLifetimeBuckets - 1;
+}
+
+// triple_record_free() counts `bytes` of a block born in `birth` as freed in `now`; whole_block
+// says the block ended (a partial unmap passes false). Thread-safe, lock-free, signal-safe.
+inline void triple_record_free(TripleEntry* triple, uint64_t bytes, Epoch birth, Epoch now,
+                               bool whole_block) {
+  if (whole_block) triple->free_count.fetch_add(1, std::memory_order_relaxed);
+  triple->free_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  uint32_t lifetime = raw(now) >= raw(birth) ? raw(now) - raw(birth) : 0;
+  triple->site->freed_bytes_by_lifetime[lifetime_bucket(lifetime)].fetch_add(bytes, std::memory_order_relaxed);
+}
+
+inline void triple_record_alloc(TripleEntry* triple, uint64_t bytes) {
+  triple->alloc_count.fetch_add(1, std::memory_order_relaxed);
+  triple->alloc_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+// triple_live_bytes_of_domain() sums live bytes over every triple of `domain` (for the C API).
+int64_t triple_live_bytes_of_domain(Domain domain);
+
+void triple_registry_before_fork();
+void triple_registry_after_fork_parent();
+void triple_registry_after_fork_child();
+
+}  // namespace leakscope::internal
+
+#endif  // LEAKSCOPE_CORE_TRIPLE_REGISTRY_H_

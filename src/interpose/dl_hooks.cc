@@ -1,0 +1,46 @@
+// Handlers for dlopen and dlclose: keep the module map current so that stacks in a library are
+// symbolized even after it is unloaded. The real calls run the library's constructors and
+// destructors, whose allocations are the program's, so no guard is held across them.
+#include <dlfcn.h>
+
+#include <atomic>
+
+#include "core/epoch.h"
+#include "core/module_map.h"
+#include "core/runtime.h"
+#include "core/sys.h"
+#include "interpose/hooks.h"
+
+namespace leakscope::internal {
+namespace {
+
+std::atomic<bool> g_deepbind_reported{false};
+
+void refresh_modules() {
+  if (!hook_begin()) return;
+  module_map_refresh(epoch_current(), false);
+  hook_end();
+}
+
+}  // namespace
+
+void* handle_dlopen(const char* file, int mode) {
+  // RTLD_DEEPBIND would bind the library to libc's malloc ahead of ours, hiding its allocations.
+  if ((mode & RTLD_DEEPBIND) != 0 && g_runtime_state.load(std::memory_order_relaxed) == kActive) {
+    mode &= ~RTLD_DEEPBIND;
+    if (!g_deepbind_reported.exchange(true)) {
+      sys::write_stderr("leakscope: note: RTLD_DEEPBIND dropped from dlopen so that the library's allocations stay visible\n");
+    }
+  }
+  void* handle = g_real.dlopen(file, mode);
+  if (handle != nullptr) refresh_modules();
+  return handle;
+}
+
+int handle_dlclose(void* handle) {
+  int result = g_real.dlclose(handle);
+  if (result == 0) refresh_modules();
+  return result;
+}
+
+}  // namespace leakscope::internal

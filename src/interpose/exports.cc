@@ -1,0 +1,21 @@
+// The exported symbols that take the place of libc's, generated from hooks.inc. Each forwards to
+// its handler; no logic lives here.
+#include <dlfcn.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/types.h"
+#include "interpose/hooks.h"
+
+#define LS_NOTHROW noexcept
+#define LS_MAYTHROW
+
+#define LS_HOOK(name, ret, params, args, domain, need, nothrow) \
+  LS_EXPORT ret name params nothrow { return leakscope::internal::handle_##name args; }
+#define LS_HOOK_MANUAL(name, ret, params, args, domain, need, nothrow)
+#include "interpose/hooks.inc"
+#undef LS_HOOK_MANUAL
+#undef LS_HOOK

@@ -1,0 +1,294 @@
+#include "report/run_state.h"
+
+#include <cstdio>
+
+namespace leakscope::report {
+
+using namespace leakscope::internal;
+
+namespace {
+
+struct Malformed {
+  std::string what;
+};
+
+}  // namespace
+
+// PayloadCursor reads varints, strings and sections out of one frame's payload; any overrun is
+// Malformed, turned into a StreamError naming the frame by RunState::apply().
+class PayloadCursor {
+ public:
+  PayloadCursor(const uint8_t* begin, const uint8_t* end) : cursor_(begin), end_(end) {}
+
+  uint64_t varint(const char* field) {
+    uint64_t value;
+    if (!varint_get(&cursor_, end_, &value)) throw Malformed{std::string("truncated ") + field};
+    return value;
+  }
+  uint32_t u32(const char* field) {
+    uint64_t value = varint(field);
+    if (value > UINT32_MAX) throw Malformed{std::string(field) + " out of range"};
+    return static_cast<uint32_t>(value);
+  }
+  int64_t signed_varint(const char* field) { return zigzag_decode(varint(field)); }
+  std::string blob(const char* field) {
+    uint64_t size = varint(field);
+    if (size > static_cast<uint64_t>(end_ - cursor_)) throw Malformed{std::string("truncated ") + field};
+    std::string text(reinterpret_cast<const char*>(cursor_), size);
+    cursor_ += size;
+    return text;
+  }
+  // count() reads an element count and rejects one the remaining bytes cannot hold.
+  uint64_t count(const char* field) {
+    uint64_t value = varint(field);
+    if (value > static_cast<uint64_t>(end_ - cursor_)) throw Malformed{std::string("implausible ") + field};
+    return value;
+  }
+  PayloadCursor section(uint64_t size) {
+    if (size > static_cast<uint64_t>(end_ - cursor_)) throw Malformed{"section overruns the frame"};
+    PayloadCursor inner(cursor_, cursor_ + size);
+    cursor_ += size;
+    return inner;
+  }
+  bool done() const { return cursor_ == end_; }
+
+ private:
+  const uint8_t* cursor_;
+  const uint8_t* end_;
+};
+
+bool Module::contains(uint64_t address) const {
+  for (const ModuleSegment& segment : segments) {
+    uint64_t begin = base + segment.vaddr;
+    if (address >= begin && address < begin + segment.memsz) return true;
+  }
+  return false;
+}
+
+namespace {
+
+template <typename T>
+T& slot(std::vector<T>& items, uint64_t id, const char* what) {
+  if (id == 0 || id > (1u << 26)) throw Malformed{std::string("bad ") + what + " id " + std::to_string(id)};
+  if (id >= items.size()) items.resize(id + 1);
+  return items[id];
+}
+
+template <typename T>
+const T& defined(const std::vector<T>& items, uint64_t id, const char* what) {
+  if (id >= items.size() || !items[id].known) {
+    throw Malformed{std::string("refers to undefined ") + what + " " + std::to_string(id)};
+  }
+  return items[id];
+}
+
+}  // namespace
+
+void RunState::apply(const Frame& frame, const StreamReader& reader) {
+  PayloadCursor cursor(frame.payload, frame.payload + frame.size);
+  try {
+    if (frame.type == FrameType::kProcess) {
+      if (has_process_) throw Malformed{"second process frame"};
+      apply_process(cursor);
+    } else {
+      if (!has_process_) throw Malformed{"snapshot before the process frame"};
+      apply_snapshot(cursor);
+    }
+  } catch (const Malformed& malformed) {
+    throw reader.error(frame.index, frame.offset, "malformed: " + malformed.what);
+  }
+}
+
+void RunState::apply_process(PayloadCursor& cursor) {
+  process_.leakscope_version = cursor.blob("version");
+  process_.pid = static_cast<int64_t>(cursor.varint("pid"));
+  process_.ppid = static_cast<int64_t>(cursor.varint("ppid"));
+  process_.traced_parent_pid = static_cast<int64_t>(cursor.varint("traced parent"));
+  process_.exe = cursor.blob("exe");
+  for (uint64_t n = cursor.count("argument count"); n > 0; --n) process_.argv.push_back(cursor.blob("argument"));
+  process_.start_realtime_ns = cursor.varint("start time");
+  process_.interval_ns = cursor.varint("interval");
+  process_.depth = cursor.u32("depth");
+  process_.page_size = cursor.varint("page size");
+  process_.options = cursor.blob("options");
+  process_.first_epoch = cursor.u32("first epoch");
+  has_process_ = true;
+}
+
+void RunState::apply_snapshot(PayloadCursor& payload) {
+  uint32_t epoch = last_snapshot_.epoch;
+  for (auto& triple : triples_) triple.last = EpochActivity{};
+  while (!payload.done()) {
+    uint64_t tag = payload.varint("section tag");
+    PayloadCursor cursor = payload.section(payload.varint("section length"));
+    switch (static_cast<SectionTag>(tag)) {
+      case SectionTag::kInfo: {
+        SnapshotInfo& info = last_snapshot_;
+        info.epoch = epoch = cursor.u32("epoch");
+        info.time_ns = cursor.varint("time");
+        info.realtime_ns = cursor.varint("wall time");
+        info.reason = static_cast<SnapshotReason>(cursor.u32("reason"));
+        info.signal_number = cursor.u32("signal");
+        info.final = cursor.varint("final") != 0;
+        info.rss_bytes = cursor.varint("rss");
+        info.pss_bytes = cursor.varint("pss");
+        info.anon_bytes = cursor.varint("anon");
+        info.file_bytes = cursor.varint("file");
+        info.shmem_bytes = cursor.varint("shmem");
+        info.swap_bytes = cursor.varint("swap");
+        info.hwm_bytes = cursor.varint("hwm");
+        info.overhead_bytes = cursor.varint("overhead");
+        info.tracked_heap_blocks = cursor.varint("tracked blocks");
+        break;
+      }
+      case SectionTag::kModuleLoads:
+        for (uint64_t n = cursor.count("module count"); n > 0; --n) {
+          Module module;
+          module.id = cursor.u32("module id");
+          module.base = cursor.varint("module base");
+          module.path = cursor.blob("module path");
+          module.build_id = cursor.blob("build id");
+          for (uint64_t s = cursor.count("segment count"); s > 0; --s) {
+            ModuleSegment segment;
+            segment.vaddr = cursor.varint("segment address");
+            segment.memsz = cursor.varint("segment size");
+            segment.file_offset = cursor.varint("segment offset");
+            segment.flags = cursor.u32("segment flags");
+            module.segments.push_back(segment);
+          }
+          module.load_ns = cursor.varint("load time");
+          module.load_epoch = cursor.u32("load epoch");
+          if (module.id != modules_.size()) throw Malformed{"module ids out of order"};
+          modules_.push_back(std::move(module));
+        }
+        break;
+      case SectionTag::kModuleUnloads:
+        for (uint64_t n = cursor.count("unload count"); n > 0; --n) {
+          uint32_t id = cursor.u32("module id");
+          if (id >= modules_.size()) throw Malformed{"unload of undefined module " + std::to_string(id)};
+          modules_[id].unloaded = true;
+          modules_[id].unload_ns = cursor.varint("unload time");
+          modules_[id].unload_epoch = cursor.u32("unload epoch");
+        }
+        break;
+      case SectionTag::kStacks:
+        for (uint64_t n = cursor.count("stack count"); n > 0; --n) {
+          Stack& stack = slot(stacks_, cursor.u32("stack id"), "stack");
+          uint64_t depth = cursor.count("stack depth");
+          stack.frames.clear();
+          uint64_t address = 0;
+          for (uint64_t i = 0; i < depth; ++i) {
+            address += static_cast<uint64_t>(cursor.signed_varint("frame"));
+            stack.frames.push_back(address);
+          }
+          stack.first_epoch = epoch;
+        }
+        break;
+      case SectionTag::kThreads:
+        for (uint64_t n = cursor.count("thread count"); n > 0; --n) {
+          Thread& thread = slot(threads_, cursor.u32("thread index"), "thread");
+          thread.tid = static_cast<int64_t>(cursor.varint("tid"));
+          thread.name = cursor.blob("thread name");
+          thread.exited = cursor.varint("exited") != 0;
+          thread.known = true;
+        }
+        break;
+      case SectionTag::kTasks:
+        for (uint64_t n = cursor.count("task count"); n > 0; --n) {
+          Task& task = slot(tasks_, cursor.u32("task id"), "task");
+          task.user_id = cursor.varint("task user id");
+          task.name = cursor.blob("task name");
+          task.known = true;
+        }
+        break;
+      case SectionTag::kSites:
+        for (uint64_t n = cursor.count("site count"); n > 0; --n) {
+          Site& site = slot(sites_, cursor.u32("site id"), "site");
+          uint32_t domain = cursor.u32("domain");
+          if (domain >= static_cast<uint32_t>(kDomainCount)) throw Malformed{"unknown domain " + std::to_string(domain)};
+          site.domain = static_cast<Domain>(domain);
+          site.stack = cursor.u32("site stack");
+          if (site.stack != 0 && (site.stack >= stacks_.size() || stacks_[site.stack].frames.empty())) {
+            throw Malformed{"site refers to undefined stack " + std::to_string(site.stack)};
+          }
+          site.known = true;
+        }
+        break;
+      case SectionTag::kTriples:
+        for (uint64_t n = cursor.count("triple count"); n > 0; --n) {
+          Triple& triple = slot(triples_, cursor.u32("triple id"), "triple");
+          triple.site = cursor.u32("triple site");
+          triple.thread = cursor.u32("triple thread");
+          triple.task = cursor.u32("triple task");
+          defined(sites_, triple.site, "site");
+          defined(threads_, triple.thread, "thread");
+          if (triple.task != 0) defined(tasks_, triple.task, "task");
+          triple.known = true;
+        }
+        break;
+      case SectionTag::kCounters: {
+        uint64_t id = 0;
+        for (uint64_t n = cursor.count("counter count"); n > 0; --n) {
+          id += cursor.varint("triple id delta");
+          if (id >= triples_.size() || !triples_[id].known) throw Malformed{"counters for undefined triple " + std::to_string(id)};
+          Triple& triple = triples_[id];
+          triple.last.alloc_count = cursor.varint("alloc count");
+          triple.last.alloc_bytes = cursor.varint("alloc bytes");
+          triple.last.free_count = cursor.varint("free count");
+          triple.last.free_bytes = cursor.varint("free bytes");
+          triple.alloc_count += triple.last.alloc_count;
+          triple.alloc_bytes += triple.last.alloc_bytes;
+          triple.free_count += triple.last.free_count;
+          triple.free_bytes += triple.last.free_bytes;
+          triple.split_count += cursor.varint("split count");
+        }
+        break;
+      }
+      case SectionTag::kBirths:
+        for (uint64_t n = cursor.count("birth count"); n > 0; --n) {
+          uint64_t triple = cursor.u32("birth triple");
+          uint64_t birth_epoch = cursor.u32("birth epoch");
+          int64_t bytes = cursor.signed_varint("birth bytes");
+          int64_t blocks = cursor.signed_varint("birth blocks");
+          uint64_t key = triple << 32 | birth_epoch;
+          BirthCount& count = births_[key];
+          count.bytes += bytes;
+          count.blocks += blocks;
+          if (count.bytes == 0 && count.blocks == 0) births_.erase(key);
+        }
+        break;
+      case SectionTag::kLifetimes:
+        for (uint64_t n = cursor.count("lifetime count"); n > 0; --n) {
+          uint32_t id = cursor.u32("site id");
+          if (id >= sites_.size() || !sites_[id].known) throw Malformed{"lifetimes for undefined site " + std::to_string(id)};
+          uint32_t mask = cursor.u32("bucket mask");
+          for (int b = 0; b < kLifetimeBuckets; ++b) {
+            if (mask & (1u << b)) sites_[id].freed_bytes_by_lifetime[b] += cursor.varint("lifetime bytes");
+          }
+        }
+        break;
+      default:
+        break;  // a section from a newer writer: skipped by design
+    }
+  }
+  ++snapshot_count_;
+}
+
+RunState load_run(const std::string& path, uint32_t at) {
+  StreamReader reader(path);
+  RunState state;
+  Frame frame;
+  while ((at == 0 || state.snapshot_count() < at) && reader.next(&frame)) state.apply(frame, reader);
+  if (reader.torn()) {
+    std::fprintf(stderr, "leakscope: warning: %s: last frame torn at offset %llu (process killed while writing); ignored\n",
+                 path.c_str(), static_cast<unsigned long long>(reader.torn_offset()));
+  }
+  if (!state.has_process()) throw StreamError(path + ": no complete process frame (the file is truncated)");
+  if (at != 0 && state.snapshot_count() < at) {
+    throw StreamError(path + ": has " + std::to_string(state.snapshot_count()) + " snapshots; --at " +
+                      std::to_string(at) + " is beyond them");
+  }
+  return state;
+}
+
+}  // namespace leakscope::report

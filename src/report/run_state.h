@@ -1,0 +1,158 @@
+// File: run_state.h
+//
+// The state of a traced process as rebuilt from its stream, one snapshot at a time: process,
+// modules, stacks, threads, tasks, sites and triples with their cumulative counters, and the live
+// bytes per (triple, birth epoch). Memory grows with the number of distinct stacks, triples and
+// live (triple, epoch) pairs, never with the number of snapshots.
+#ifndef LEAKSCOPE_REPORT_RUN_STATE_H_
+#define LEAKSCOPE_REPORT_RUN_STATE_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/stream_format.h"
+#include "core/types.h"
+#include "report/stream_reader.h"
+
+namespace leakscope::report {
+
+using internal::Domain;
+
+struct ProcessInfo {
+  std::string leakscope_version;
+  int64_t pid = 0;
+  int64_t ppid = 0;
+  int64_t traced_parent_pid = 0;
+  std::string exe;
+  std::vector<std::string> argv;
+  uint64_t start_realtime_ns = 0;
+  uint64_t interval_ns = 0;
+  uint32_t depth = 0;
+  uint64_t page_size = 0;
+  std::string options;
+  uint32_t first_epoch = 0;
+};
+
+struct SnapshotInfo {
+  uint32_t epoch = 0;
+  uint64_t time_ns = 0;  // since the process (or fork) start
+  uint64_t realtime_ns = 0;
+  internal::SnapshotReason reason = internal::SnapshotReason::kPeriodic;
+  uint32_t signal_number = 0;
+  bool final = false;
+  uint64_t rss_bytes = 0, pss_bytes = 0, anon_bytes = 0, file_bytes = 0, shmem_bytes = 0, swap_bytes = 0,
+           hwm_bytes = 0;
+  uint64_t overhead_bytes = 0;
+  uint64_t tracked_heap_blocks = 0;
+};
+
+struct ModuleSegment {
+  uint64_t vaddr, memsz, file_offset;
+  uint32_t flags;
+};
+
+struct Module {
+  uint32_t id = 0;
+  uint64_t base = 0;
+  std::string path;
+  std::string build_id;  // raw bytes
+  std::vector<ModuleSegment> segments;
+  uint64_t load_ns = 0;
+  uint32_t load_epoch = 0;
+  bool unloaded = false;
+  uint64_t unload_ns = 0;
+  uint32_t unload_epoch = 0;
+
+  bool contains(uint64_t address) const;
+};
+
+struct Stack {
+  std::vector<uint64_t> frames;  // return addresses, innermost first
+  uint32_t first_epoch = 0;      // epoch of the snapshot that first carried it
+};
+
+struct Thread {
+  int64_t tid = 0;
+  std::string name;
+  bool exited = false;
+  bool known = false;
+};
+
+struct Task {
+  uint64_t user_id = 0;
+  std::string name;
+  bool known = false;
+};
+
+struct Site {
+  Domain domain = Domain::kHeap;
+  uint32_t stack = 0;
+  std::array<uint64_t, internal::kLifetimeBuckets> freed_bytes_by_lifetime{};
+  bool known = false;
+};
+
+struct EpochActivity {
+  uint64_t alloc_count = 0, alloc_bytes = 0, free_count = 0, free_bytes = 0;
+};
+
+struct Triple {
+  uint32_t site = 0, thread = 0, task = 0;
+  uint64_t alloc_count = 0, alloc_bytes = 0, free_count = 0, free_bytes = 0, split_count = 0;
+  EpochActivity last;  // what the latest applied snapshot added
+  bool known = false;
+
+  int64_t live_bytes() const { return static_cast<int64_t>(alloc_bytes - free_bytes); }
+  int64_t live_blocks() const { return static_cast<int64_t>(alloc_count - free_count + split_count); }
+};
+
+struct BirthCount {
+  int64_t bytes = 0;
+  int64_t blocks = 0;
+};
+
+class RunState {
+ public:
+  // apply() folds one frame into the state. Throws StreamError (through `reader`) when the frame
+  // is malformed or refers to something the stream never defined.
+  void apply(const Frame& frame, const StreamReader& reader);
+
+  bool has_process() const { return has_process_; }
+  const ProcessInfo& process() const { return process_; }
+  uint32_t snapshot_count() const { return snapshot_count_; }
+  const SnapshotInfo& last_snapshot() const { return last_snapshot_; }
+  const std::vector<Module>& modules() const { return modules_; }
+  const std::vector<Stack>& stacks() const { return stacks_; }
+  const std::vector<Thread>& threads() const { return threads_; }
+  const std::vector<Task>& tasks() const { return tasks_; }
+  const std::vector<Site>& sites() const { return sites_; }
+  const std::vector<Triple>& triples() const { return triples_; }
+  // births() maps triple << 32 | birth epoch to what is live of it.
+  const std::unordered_map<uint64_t, BirthCount>& births() const { return births_; }
+
+ private:
+  void apply_process(class PayloadCursor& cursor);
+  void apply_snapshot(class PayloadCursor& cursor);
+
+  bool has_process_ = false;
+  ProcessInfo process_;
+  uint32_t snapshot_count_ = 0;
+  SnapshotInfo last_snapshot_;
+  std::vector<Module> modules_;
+  std::vector<Stack> stacks_{1};
+  std::vector<Thread> threads_{1};
+  std::vector<Task> tasks_{1};
+  std::vector<Site> sites_{1};
+  std::vector<Triple> triples_{1};
+  std::unordered_map<uint64_t, BirthCount> births_;
+};
+
+// load_run() reads `path` up to its `at`-th snapshot (1-based; 0 = the last) and returns the
+// state. Throws StreamError. A torn last frame is reported on stderr as a warning.
+RunState load_run(const std::string& path, uint32_t at = 0);
+
+}  // namespace leakscope::report
+
+#endif  // LEAKSCOPE_REPORT_RUN_STATE_H_

@@ -1,0 +1,50 @@
+// File: site_summary.h
+//
+// Live state per site at the current snapshot of a RunState: bytes and blocks, and who owns them
+// by thread and by task name. Shared by `dump` and the later report verbs.
+#ifndef LEAKSCOPE_REPORT_SITE_SUMMARY_H_
+#define LEAKSCOPE_REPORT_SITE_SUMMARY_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "report/run_state.h"
+
+namespace leakscope::report {
+
+struct ThreadShare {
+  uint32_t thread = 0;
+  std::string name;
+  int64_t tid = 0;
+  int64_t live_bytes = 0;
+  int64_t live_blocks = 0;
+};
+
+struct TaskShare {
+  std::string name;  // empty: no task
+  int64_t live_bytes = 0;
+  int64_t live_blocks = 0;
+};
+
+struct SiteSummary {
+  uint32_t site = 0;
+  Domain domain = Domain::kHeap;
+  uint32_t stack = 0;
+  int64_t live_bytes = 0;
+  int64_t live_blocks = 0;
+  std::vector<ThreadShare> threads;  // by live bytes, largest first
+  std::vector<TaskShare> tasks;      // by live bytes, largest first
+};
+
+// summarize_live_sites() lists every site with live blocks, largest live bytes first (ties by
+// site id, so the order is stable).
+std::vector<SiteSummary> summarize_live_sites(const RunState& state);
+
+// live_bytes_by_domain() sums live bytes per domain (index: Domain value).
+std::array<int64_t, internal::kDomainCount> live_bytes_by_domain(const RunState& state);
+
+}  // namespace leakscope::report
+
+#endif  // LEAKSCOPE_REPORT_SITE_SUMMARY_H_

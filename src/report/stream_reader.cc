@@ -1,0 +1,66 @@
+#include "report/stream_reader.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/checksum.h"
+
+namespace leakscope::report {
+
+using namespace leakscope::internal;
+
+StreamReader::StreamReader(std::string path) : path_(std::move(path)), file_(nullptr, fclose) {
+  file_.reset(fopen(path_.c_str(), "rb"));
+  if (!file_) throw StreamError(path_ + ": " + std::strerror(errno));
+  uint8_t header[kFileHeaderSize];
+  size_t got = fread(header, 1, sizeof(header), file_.get());
+  if (got == 0) throw StreamError(path_ + ": empty file (the process wrote nothing; was it traced?)");
+  if (got < sizeof(kFileMagic) || memcmp(header, kFileMagic, sizeof(kFileMagic)) != 0) {
+    throw StreamError(path_ + ": not a leakscope stream (bad magic)");
+  }
+  if (got < sizeof(header)) throw StreamError(path_ + ": truncated file header");
+  uint32_t version = le32_get(header + 8);
+  if (version != kFormatVersion) {
+    throw StreamError(path_ + ": unsupported format version " + std::to_string(version) +
+                      " (this leakscope reads version " + std::to_string(kFormatVersion) + ")");
+  }
+  offset_ = kFileHeaderSize;
+}
+
+StreamError StreamReader::error(uint32_t index, uint64_t offset, const std::string& what) const {
+  return StreamError(path_ + ": frame " + std::to_string(index) + " at offset " + std::to_string(offset) +
+                     ": " + what);
+}
+
+bool StreamReader::next(Frame* frame) {
+  uint8_t header[kFrameHeaderSize];
+  size_t got = fread(header, 1, sizeof(header), file_.get());
+  if (got == 0) return false;
+  auto torn_here = [&] {
+    torn_ = true;
+    torn_offset_ = offset_;
+    return false;
+  };
+  if (got < sizeof(header)) return torn_here();
+  if (le32_get(header) != kFrameMarker) throw error(index_, offset_, "bad frame marker");
+  uint32_t type = le32_get(header + 4);
+  uint32_t size = le32_get(header + 8);
+  uint32_t checksum = le32_get(header + 12);
+  if (size > kMaxFramePayload) throw error(index_, offset_, "frame length " + std::to_string(size) + " is implausible");
+  buffer_.resize(size);
+  if (fread(buffer_.data(), 1, size, file_.get()) < size) return torn_here();
+  uint32_t computed = crc32c_extend(crc32c_extend(0, header + 4, 8), buffer_.data(), size);
+  if (computed != checksum) throw error(index_, offset_, "bad checksum");
+  if (type != static_cast<uint32_t>(FrameType::kProcess) && type != static_cast<uint32_t>(FrameType::kSnapshot)) {
+    throw error(index_, offset_, "unknown frame type " + std::to_string(type));
+  }
+  frame->type = static_cast<FrameType>(type);
+  frame->index = index_++;
+  frame->offset = offset_;
+  frame->payload = buffer_.data();
+  frame->size = size;
+  offset_ += sizeof(header) + size;
+  return true;
+}
+
+}  // namespace leakscope::report

@@ -1,0 +1,59 @@
+// File: symbolizer.h
+//
+// Turns return addresses into function, file:line and module, offline, from the module map in the
+// stream: each module's file is opened with libdw at the load address it had in the traced
+// process, and its build-id is checked against the one recorded, so a module whose file is gone
+// or was rebuilt is named as such instead of misread. Each module is opened once and each address
+// resolved once.
+#ifndef LEAKSCOPE_REPORT_SYMBOLIZER_H_
+#define LEAKSCOPE_REPORT_SYMBOLIZER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "report/run_state.h"
+
+namespace leakscope::report {
+
+struct SymbolizedFrame {
+  uint64_t address = 0;        // return address in the traced process
+  uint64_t module_offset = 0;  // address - module base
+  std::string function;        // demangled; empty when unknown
+  std::string file;            // empty without debug info
+  int line = 0;
+  std::string module;          // module path, with " (missing)" or " (changed)" when unusable
+};
+
+class Symbolizer {
+ public:
+  explicit Symbolizer(const RunState& state);
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // stack() symbolizes stack `id` (innermost first) with leading allocator entry points
+  // (operator new and friends) removed, so frames[0] is the program's own code.
+  const std::vector<SymbolizedFrame>& stack(uint32_t id);
+
+ private:
+  struct ModuleDebug;
+  SymbolizedFrame symbolize(uint64_t address, uint32_t epoch);
+  const Module* module_for(uint64_t address, uint32_t epoch) const;
+  ModuleDebug& debug_for(const Module& module);
+
+  const RunState& state_;
+  std::vector<std::unique_ptr<ModuleDebug>> debug_;
+  std::unordered_map<uint64_t, SymbolizedFrame> frames_;  // by address (and module, see .cc)
+  std::unordered_map<uint32_t, std::vector<SymbolizedFrame>> stacks_;
+};
+
+// is_allocator_entry() tells whether a function is an allocation entry point that callers of
+// malloc see above the program (operator new, new[], their aligned and nothrow forms).
+bool is_allocator_entry(const std::string& function);
+
+}  // namespace leakscope::report
+
+#endif  // LEAKSCOPE_REPORT_SYMBOLIZER_H_

@@ -1,0 +1,50 @@
+// File: cli.h
+//
+// The leakscope CLI's verbs and shared pieces. Every error is one line on stderr,
+// "leakscope: error: ...", and an exit code from exit_codes.inc.
+#ifndef LEAKSCOPE_TOOLS_CLI_H_
+#define LEAKSCOPE_TOOLS_CLI_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace leakscope::cli {
+
+enum ExitCode : int {
+#define LS_EXIT_CODE(name, code, meaning) name = code,
+#include "exit_codes.inc"
+#undef LS_EXIT_CODE
+};
+
+// fail() prints "leakscope: error: <message>" and returns `code`.
+int fail(ExitCode code, const std::string& message);
+
+struct RunOptions {
+  std::string output = "leakscope.%p.lsc";
+  std::string interval;  // empty: the runtime's default
+  int depth = 0;         // 0: the runtime's default
+  bool no_follow_fork = false;
+  bool no_follow_exec = false;
+  std::vector<std::string> extra_options;  // raw name=value pairs
+  std::vector<std::string> command;
+};
+
+// run_command() runs `options.command` under the preload; returns its exit status.
+int run_command(const RunOptions& options);
+
+struct DumpOptions {
+  std::string file;
+  uint32_t at = 0;  // 1-based snapshot; 0 = last
+  std::string format = "text";
+};
+
+int dump_command(const DumpOptions& options);
+
+// preload_path() finds libleakscope.so next to this executable (build tree or install); empty
+// when it is not there.
+std::string preload_path();
+
+}  // namespace leakscope::cli
+
+#endif  // LEAKSCOPE_TOOLS_CLI_H_

@@ -1,0 +1,69 @@
+// leakscope: run a program under the preload and read what it recorded. See docs/cli.md.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "cli.h"
+
+namespace leakscope::cli {
+
+int fail(ExitCode code, const std::string& message) {
+  fmt::print(stderr, "leakscope: error: {}\n", message);
+  return code;
+}
+
+}  // namespace leakscope::cli
+
+int main(int argc, char** argv) {
+  using namespace leakscope::cli;
+  // Everything after "--" is the command of `run`, passed untouched.
+  std::vector<std::string> command;
+  int own_argc = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) {
+      own_argc = i;
+      for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
+      break;
+    }
+  }
+
+  CLI::App app{"leakscope: where a program's memory goes, and which code leaks it"};
+  app.set_version_flag("--version", std::string("leakscope ") + LEAKSCOPE_VERSION);
+  app.require_subcommand(1);
+
+  RunOptions run;
+  CLI::App* run_verb = app.add_subcommand("run", "Run COMMAND under leakscope: leakscope run [options] -- COMMAND ARGS...");
+  run_verb->add_option("-o,--output", run.output, "Stream file; %p = pid, %e = executable name")->capture_default_str();
+  run_verb->add_option("--interval", run.interval, "Time between snapshots, e.g. 500ms, 2s (default 1s)");
+  run_verb->add_option("--depth", run.depth, "Frames kept per stack, 1..128 (default 32)");
+  run_verb->add_flag("--no-follow-fork", run.no_follow_fork, "Do not track forked children");
+  run_verb->add_flag("--no-follow-exec", run.no_follow_exec, "Do not track programs the command execs");
+  run_verb->add_option("--option", run.extra_options, "Any runtime option as name=value (see docs/options.md)");
+
+  DumpOptions dump;
+  CLI::App* dump_verb = app.add_subcommand("dump", "Print the state at the last (or N-th) snapshot of FILE");
+  dump_verb->add_option("file", dump.file, "A .lsc stream")->required();
+  dump_verb->add_option("--at", dump.at, "Snapshot number, from 1 (default: the last)")->check(CLI::PositiveNumber);
+  dump_verb->add_option("--format", dump.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+
+  try {
+    app.parse(own_argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
+  } catch (const CLI::ParseError& error) {
+    return fail(kUsage, error.what());
+  }
+
+  if (run_verb->parsed()) {
+    if (command.empty()) return fail(kUsage, "run needs a command: leakscope run [options] -- COMMAND ARGS...");
+    run.command = command;
+    return run_command(run);
+  }
+  if (!command.empty()) return fail(kUsage, "unexpected '--' (only run takes a command)");
+  return dump_command(dump);
+}
