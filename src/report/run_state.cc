@@ -279,11 +279,11 @@ RunState load_run(const std::string& path, uint32_t at) {
   RunState state;
   Frame frame;
   while ((at == 0 || state.snapshot_count() < at) && reader.next(&frame)) state.apply(frame, reader);
+  if (!state.has_process()) throw StreamError(path + ": no complete process frame (the file is truncated)");
   if (reader.torn()) {
     std::fprintf(stderr, "leakscope: warning: %s: last frame torn at offset %llu (process killed while writing); ignored\n",
                  path.c_str(), static_cast<unsigned long long>(reader.torn_offset()));
   }
-  if (!state.has_process()) throw StreamError(path + ": no complete process frame (the file is truncated)");
   if (at != 0 && state.snapshot_count() < at) {
     throw StreamError(path + ": has " + std::to_string(state.snapshot_count()) + " snapshots; --at " +
                       std::to_string(at) + " is beyond them");

@@ -101,7 +101,8 @@ int run_command(const RunOptions& options) {
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (options.output.find("%e") == std::string::npos) {
-    fmt::print(stderr, "leakscope: wrote {}\n", resolved_output(options.output, child));
+    std::string written = resolved_output(options.output, child);
+    if (access(written.c_str(), F_OK) == 0) fmt::print(stderr, "leakscope: wrote {}\n", written);
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);

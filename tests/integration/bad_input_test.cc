@@ -1,0 +1,173 @@
+// Bad input of every kind gets one line on stderr and a non-zero exit, never a crash; a bad
+// runtime option or output path turns tracking off and leaves the program running.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "harness.h"
+
+namespace leakscope::testing {
+namespace {
+
+void expect_one_line_error(const Outcome& outcome, int exit_code, const std::string& needle) {
+  EXPECT_EQ(outcome.exit_code, exit_code) << outcome.err;
+  EXPECT_EQ(std::count(outcome.err.begin(), outcome.err.end(), '\n'), 1) << outcome.err;
+  EXPECT_EQ(outcome.err.rfind("leakscope: error: ", 0), 0u) << outcome.err;
+  EXPECT_NE(outcome.err.find(needle), std::string::npos) << outcome.err;
+}
+
+// A real stream with several snapshots, made once and copied by each test.
+const std::string& good_stream() {
+  static std::string path = [] {
+    std::string file = scratch_dir() + "/good.lsc";
+    Outcome outcome = leakscope({"run", "--interval", "50ms", "-o", file, "--", fixture("lifecycle"), "exec_child"});
+    EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+    return file;
+  }();
+  return path;
+}
+
+std::string variant(const std::string& name, const std::function<void(std::string&)>& change) {
+  std::string bytes = read_file(good_stream());
+  change(bytes);
+  std::string path = scratch_dir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(BadInput, EmptyFileIsRejected) {
+  expect_one_line_error(leakscope({"dump", variant("empty.lsc", [](std::string& b) { b.clear(); })}), 3, "empty file");
+}
+
+TEST(BadInput, ForeignFileIsRejected) {
+  expect_one_line_error(leakscope({"dump", "/bin/sh"}), 3, "not a leakscope stream");
+}
+
+TEST(BadInput, MissingFileIsRejected) {
+  expect_one_line_error(leakscope({"dump", "/nonexistent/run.lsc"}), 3, "No such file");
+}
+
+TEST(BadInput, NewerFormatVersionIsRejected) {
+  std::string path = variant("version.lsc", [](std::string& b) { b[8] = 99; });
+  expect_one_line_error(leakscope({"dump", path}), 3, "unsupported format version 99");
+}
+
+TEST(BadInput, FileCutInsideTheProcessFrameIsRejected) {
+  std::string path = variant("cut.lsc", [](std::string& b) { b.resize(40); });
+  expect_one_line_error(leakscope({"dump", path}), 3, "truncated");
+}
+
+TEST(BadInput, CorruptFrameInTheMiddleIsAnErrorNamingTheFrame) {
+  std::string path = variant("corrupt.lsc", [](std::string& b) { b[b.size() / 2] ^= 0x5a; });
+  expect_one_line_error(leakscope({"dump", path}), 3, "frame ");
+}
+
+TEST(BadInput, TornLastFrameIsIgnoredWithAWarning) {
+  nlohmann::json whole = dump(good_stream());
+  std::string path = variant("torn.lsc", [](std::string& b) { b.resize(b.size() - 7); });
+  Outcome outcome = leakscope({"dump", "--format", "json", path});
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_NE(outcome.err.find("warning"), std::string::npos);
+  EXPECT_NE(outcome.err.find("torn"), std::string::npos);
+  nlohmann::json torn = nlohmann::json::parse(outcome.out);
+  EXPECT_EQ(torn["snapshots"].get<int>(), whole["snapshots"].get<int>() - 1);
+}
+
+TEST(BadInput, SnapshotBeyondTheStreamIsRejected) {
+  expect_one_line_error(leakscope({"dump", "--at", "100000", good_stream()}), 3, "beyond");
+}
+
+TEST(BadInput, EarlierSnapshotCanBeDumped) {
+  nlohmann::json first = dump(good_stream(), {"--at", "1"});
+  EXPECT_EQ(first["snapshots"], 1);
+}
+
+TEST(BadInput, UnknownVerbAndBadCliOptionsAreUsageErrors) {
+  expect_one_line_error(leakscope({"frobnicate"}), 2, "");
+  expect_one_line_error(leakscope({"dump", good_stream(), "--format", "xml"}), 2, "");
+  expect_one_line_error(leakscope({"run", "--interval", "banana", "--", "true"}), 2, "interval");
+  expect_one_line_error(leakscope({"run", "--depth", "0", "--", "true"}), 2, "depth");
+  expect_one_line_error(leakscope({"run"}), 2, "needs a command");
+}
+
+TEST(BadInput, UnwritableOutputDirectoryStopsRunBeforeStarting) {
+  expect_one_line_error(leakscope({"run", "-o", "/nonexistent/dir/run.lsc", "--", "true"}), 4, "/nonexistent/dir");
+}
+
+TEST(BadInput, CommandThatCannotStartIsReported) {
+  Outcome outcome = leakscope({"run", "-o", scratch_dir() + "/x.lsc", "--", "/nonexistent/program"});
+  expect_one_line_error(outcome, 127, "cannot run");
+}
+
+TEST(RunPassesStatus, CommandExitStatusIsPassedThrough) {
+  Outcome outcome = leakscope({"run", "-o", scratch_dir() + "/x.lsc", "--", "sh", "-c", "exit 7"});
+  EXPECT_EQ(outcome.exit_code, 7) << outcome.err;
+}
+
+// The runtime without the CLI: bad settings disable tracking, never the program.
+Outcome run_preloaded(const std::string& options) {
+  return run_program({fixture("alloc_patterns"), "malloc"},
+                     {{"LD_PRELOAD", preload_library()}, {"LEAKSCOPE_OPTIONS", options}});
+}
+
+void expect_tracking_disabled(const Outcome& outcome, const std::string& needle) {
+  EXPECT_EQ(outcome.exit_code, 0);
+  EXPECT_NE(outcome.out.find("live_delta=0 "), std::string::npos) << outcome.out;
+  EXPECT_EQ(std::count(outcome.err.begin(), outcome.err.end(), '\n'), 1) << outcome.err;
+  EXPECT_EQ(outcome.err.rfind("leakscope: tracking disabled: ", 0), 0u) << outcome.err;
+  EXPECT_NE(outcome.err.find(needle), std::string::npos) << outcome.err;
+}
+
+TEST(RuntimeOptions, UnknownOptionDisablesTrackingWithOneLine) {
+  std::string directory = scratch_dir();
+  expect_tracking_disabled(run_preloaded("output=" + directory + "/x.lsc,bogus=1"), "unknown option 'bogus'");
+  EXPECT_FALSE(std::filesystem::exists(directory + "/x.lsc"));
+}
+
+TEST(RuntimeOptions, MalformedValueDisablesTrackingWithOneLine) {
+  expect_tracking_disabled(run_preloaded("interval=banana"), "bad value 'banana' for interval");
+  expect_tracking_disabled(run_preloaded("depth"), "not of the form name=value");
+}
+
+TEST(RuntimeOptions, UnwritableOutputDisablesTrackingWithOneLine) {
+  expect_tracking_disabled(run_preloaded("output=/nonexistent/dir/x.lsc"), "cannot open output '/nonexistent/dir/x.lsc'");
+}
+
+TEST(RuntimeOptions, EnabledZeroIsSilentAndWritesNothing) {
+  std::string directory = scratch_dir();
+  Outcome outcome = run_preloaded("enabled=0,output=" + directory + "/x.lsc");
+  EXPECT_EQ(outcome.exit_code, 0);
+  EXPECT_EQ(outcome.err, "");
+  EXPECT_FALSE(std::filesystem::exists(directory + "/x.lsc"));
+}
+
+TEST(CApi, CallsAreSafeWithoutThePreload) {
+  Outcome outcome = run_program({fixture("api_without_preload")}, {{"LD_PRELOAD", ""}});
+  EXPECT_EQ(outcome.exit_code, 0);
+  EXPECT_EQ(outcome.out, "active=0 begin=-1 end=-1 snapshot=-1 live_positive=0 bad_domain=-1\n");
+}
+
+TEST(CApi, CallsWorkUnderThePreload) {
+  Outcome outcome = leakscope({"run", "-o", scratch_dir() + "/x.lsc", "--", fixture("api_without_preload")});
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_EQ(outcome.out, "active=1 begin=0 end=0 snapshot=0 live_positive=1 bad_domain=-1\n");
+}
+
+TEST(PreloadLibrary, DependsOnlyOnLibcAndLibunwind) {
+  Outcome outcome = run_program({"readelf", "-d", preload_library()});
+  ASSERT_EQ(outcome.exit_code, 0);
+  std::vector<std::string> needed;
+  size_t at = 0;
+  while ((at = outcome.out.find("Shared library: [", at)) != std::string::npos) {
+    at += 17;
+    needed.push_back(outcome.out.substr(at, outcome.out.find(']', at) - at));
+  }
+  std::sort(needed.begin(), needed.end());
+  EXPECT_EQ(needed, (std::vector<std::string>{"libc.so.6", "libunwind.so.8"}));
+}
+
+}  // namespace
+}  // namespace leakscope::testing

@@ -1,0 +1,118 @@
+#include "harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace leakscope::testing {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+Outcome run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, int timeout_s) {
+  std::string directory = scratch_dir();
+  std::string out_path = directory + "/stdout", err_path = directory + "/stderr";
+  pid_t child = fork();
+  if (child == 0) {
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    for (const auto& [name, value] : env) {
+      if (value.empty()) {
+        unsetenv(name.c_str());
+      } else {
+        setenv(name.c_str(), value.c_str(), 1);
+      }
+    }
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(126);
+  }
+  Outcome outcome;
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      ADD_FAILURE() << argv[0] << " did not finish within " << timeout_s << " s (deadlock?)";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  outcome.out = read_file(out_path);
+  outcome.err = read_file(err_path);
+  return outcome;
+}
+
+Outcome leakscope(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+  std::vector<std::string> argv{LEAKSCOPE_CLI};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_program(argv, env);
+}
+
+std::string fixture(const std::string& name) { return std::string(LEAKSCOPE_FIXTURE_DIR) + "/" + name; }
+std::string preload_library() { return LEAKSCOPE_PRELOAD; }
+
+std::string scratch_dir() {
+  static int counter = 0;
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = test != nullptr ? std::string(test->test_suite_name()) + "." + test->name() : "global";
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("leakscope-test-" + std::to_string(getpid())) / (name + "-" + std::to_string(counter++));
+  std::filesystem::create_directories(path);
+  return path.string();
+}
+
+nlohmann::json dump(const std::string& file, const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"dump", "--format", "json", file};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Outcome outcome = leakscope(args);
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  if (outcome.exit_code != 0) return nlohmann::json::object({{"sites", nlohmann::json::array()}});
+  return nlohmann::json::parse(outcome.out);
+}
+
+std::vector<nlohmann::json> sites_at(const nlohmann::json& document, const std::string& function) {
+  std::vector<nlohmann::json> found;
+  for (const auto& site : document["sites"]) {
+    if (site["frames"].empty() || !site["frames"][0]["function"].is_string()) continue;
+    if (site["frames"][0]["function"].get<std::string>() == function) found.push_back(site);
+  }
+  return found;
+}
+
+nlohmann::json site_at(const nlohmann::json& document, const std::string& function) {
+  std::vector<nlohmann::json> found = sites_at(document, function);
+  EXPECT_EQ(found.size(), 1u) << "sites at " << function << " in " << document.dump(1).substr(0, 4000);
+  return found.empty() ? nlohmann::json::object({{"live_bytes", -1}, {"live_blocks", -1}}) : found[0];
+}
+
+std::vector<std::string> files_in(const std::string& directory) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(directory)) {
+    if (entry.is_regular_file()) names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace leakscope::testing

@@ -1,0 +1,53 @@
+// File: harness.h
+//
+// Runs real programs under leakscope and reads back what it recorded, for the integration tests.
+// Paths of the CLI, the preload and the fixtures come from CMake as compile definitions.
+#ifndef LEAKSCOPE_TESTS_INTEGRATION_HARNESS_H_
+#define LEAKSCOPE_TESTS_INTEGRATION_HARNESS_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace leakscope::testing {
+
+struct Outcome {
+  int exit_code = -1;  // 128 + N when killed by signal N
+  std::string out;
+  std::string err;
+};
+
+// run_program() runs argv with extra environment variables set (an empty value unsets one) and
+// captures its output. Fails the test if the program does not end within `timeout_s`.
+Outcome run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
+                    int timeout_s = 120);
+
+// leakscope() runs the CLI with `args`.
+Outcome leakscope(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
+
+// fixture() is the path of a test fixture program or library.
+std::string fixture(const std::string& name);
+std::string preload_library();
+
+// scratch_dir() is a fresh directory for this test's files.
+std::string scratch_dir();
+
+// dump() runs `leakscope dump --format json FILE` and parses it; fails the test on error.
+nlohmann::json dump(const std::string& file, const std::vector<std::string>& extra = {});
+
+// site_at() returns the live site whose innermost frame is `function` (exactly one must exist).
+nlohmann::json site_at(const nlohmann::json& document, const std::string& function);
+
+// sites_at() returns every live site whose innermost frame is `function`.
+std::vector<nlohmann::json> sites_at(const nlohmann::json& document, const std::string& function);
+
+// files_in() lists the regular files in a directory, sorted.
+std::vector<std::string> files_in(const std::string& directory);
+
+std::string read_file(const std::string& path);
+
+}  // namespace leakscope::testing
+
+#endif  // LEAKSCOPE_TESTS_INTEGRATION_HARNESS_H_

@@ -1,0 +1,98 @@
+// Every heap API leaks an exact, known amount in alloc_patterns; the dump must show exactly that
+// at the leaking function, and nothing of the balanced churn beside it.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace leakscope::testing {
+namespace {
+
+struct PatternRun {
+  nlohmann::json dump;
+  std::string stdout_text;
+};
+
+PatternRun run_pattern(const std::string& mode, const std::map<std::string, std::string>& env = {}) {
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome outcome = leakscope({"run", "-o", file, "--", fixture("alloc_patterns"), mode}, env);
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  PatternRun run{dump(file), outcome.out};
+  EXPECT_TRUE(sites_at(run.dump, "churn_balanced").empty()) << "balanced churn reported live";
+  return run;
+}
+
+void expect_site(const nlohmann::json& document, const std::string& function, int64_t bytes, int64_t blocks,
+                 const std::string& domain = "heap") {
+  nlohmann::json site = site_at(document, function);
+  EXPECT_EQ(site["live_bytes"], bytes) << function;
+  EXPECT_EQ(site["live_blocks"], blocks) << function;
+  EXPECT_EQ(site["domain"], domain) << function;
+}
+
+TEST(HeapLeaksAreExact, MallocLeakIsCountedAtItsFunction) {
+  PatternRun run = run_pattern("malloc");
+  expect_site(run.dump, "leak_with_malloc", 100 * 1000, 100);
+  EXPECT_NE(run.stdout_text.find("live_delta=100000 "), std::string::npos) << run.stdout_text;
+}
+
+TEST(HeapLeaksAreExact, CallocLeakCountsCountTimesSize) {
+  PatternRun run = run_pattern("calloc");
+  expect_site(run.dump, "leak_with_calloc", 50 * 770, 50);
+}
+
+TEST(HeapLeaksAreExact, ReallocChainEndsAsOneBlockOfItsLastSize) {
+  PatternRun run = run_pattern("realloc");
+  expect_site(run.dump, "grow_with_realloc", 10 * 4096, 10);
+  EXPECT_NE(run.stdout_text.find("live_delta=40960 "), std::string::npos) << run.stdout_text;
+}
+
+TEST(HeapLeaksAreExact, EveryAlignedVariantIsTracked) {
+  PatternRun run = run_pattern("aligned");
+  expect_site(run.dump, "leak_with_posix_memalign", 7 * 1000, 7);
+  expect_site(run.dump, "leak_with_aligned_alloc", 6 * 1024, 6);
+  expect_site(run.dump, "leak_with_memalign", 5 * 3000, 5);
+  expect_site(run.dump, "leak_with_valloc", 4 * 5000, 4);
+  expect_site(run.dump, "leak_with_pvalloc", 3 * 8192, 3);  // pvalloc gives whole pages
+}
+
+TEST(HeapLeaksAreExact, OperatorNewIsSeenThroughLibstdcxx) {
+  PatternRun run = run_pattern("new");
+  // frames[0] is the caller of operator new, not operator new itself.
+  expect_site(run.dump, "leak_with_new", 20 * 32, 20);
+  expect_site(run.dump, "leak_with_new_array", 30 * 333, 30);
+  // Plus the 20 string buffers of 101 bytes that std::string allocates.
+  EXPECT_NE(run.stdout_text.find("live_delta=12650 "), std::string::npos) << run.stdout_text;
+}
+
+TEST(HeapLeaksAreExact, SameLeakUnderJemallocPreloadedAfterLeakscope) {
+  const std::string jemalloc = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+  PatternRun run = run_pattern("malloc", {{"LD_PRELOAD", jemalloc}});
+  EXPECT_NE(run.stdout_text.find("allocator=jemalloc"), std::string::npos) << "jemalloc was not below leakscope";
+  expect_site(run.dump, "leak_with_malloc", 100 * 1000, 100);
+  EXPECT_NE(run.stdout_text.find("live_delta=100000 "), std::string::npos) << run.stdout_text;
+}
+
+TEST(MappedMemoryIsTracked, PartialMunmapSplitsAndTrimsMappings) {
+  PatternRun run = run_pattern("mmap");
+  const int64_t page = 4096;
+  // Two mmap calls, two sites: 8 mappings with a 2-page hole (8 pages, 2 blocks each), and 3
+  // mappings trimmed to 4 pages (sites come largest first).
+  std::vector<nlohmann::json> partly = sites_at(run.dump, "map_and_unmap_partly");
+  ASSERT_EQ(partly.size(), 2u);
+  EXPECT_EQ(partly[0]["live_bytes"], 8 * 8 * page);
+  EXPECT_EQ(partly[0]["live_blocks"], 8 * 2);
+  EXPECT_EQ(partly[1]["live_bytes"], 3 * 4 * page);
+  EXPECT_EQ(partly[1]["live_blocks"], 3);
+  EXPECT_EQ(partly[0]["domain"], "mmap");
+  expect_site(run.dump, "grow_with_mremap", 2 * 16 * page, 2, "mmap");
+  EXPECT_TRUE(sites_at(run.dump, "map_and_unmap_whole").empty());
+  EXPECT_NE(run.stdout_text.find("mapped_delta=442368"), std::string::npos) << run.stdout_text;
+}
+
+TEST(MappedMemoryIsTracked, SbrkGrowthAndShrinkAreTheBrkDomain) {
+  PatternRun run = run_pattern("brk");
+  expect_site(run.dump, "grow_with_sbrk", 4 * 8192 - 4096, 4, "brk");
+}
+
+}  // namespace
+}  // namespace leakscope::testing

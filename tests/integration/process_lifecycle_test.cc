@@ -1,0 +1,116 @@
+// fork, exec, _exit, SIGKILL, SIGTERM and signal handlers that allocate, under leakscope.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "harness.h"
+
+namespace leakscope::testing {
+namespace {
+
+struct LifecycleRun {
+  std::string directory;
+  std::string file;
+  Outcome outcome;
+};
+
+LifecycleRun run_lifecycle(const std::string& mode, std::vector<std::string> options = {}) {
+  LifecycleRun run;
+  run.directory = scratch_dir();
+  run.file = run.directory + "/run.lsc";
+  std::vector<std::string> args{"run", "-o", run.file};
+  args.insert(args.end(), options.begin(), options.end());
+  args.insert(args.end(), {"--", fixture("lifecycle"), mode});
+  run.outcome = leakscope(args);
+  return run;
+}
+
+void expect_forked_child_traced(const std::string& mode) {
+  LifecycleRun run = run_lifecycle(mode);
+  ASSERT_EQ(run.outcome.exit_code, 0) << run.outcome.err;
+  std::string child = run.outcome.out.substr(run.outcome.out.find("child=") + 6);
+  child = child.substr(0, child.find('\n'));
+  EXPECT_EQ(files_in(run.directory), (std::vector<std::string>{"run.lsc", "run.lsc." + child}));
+
+  nlohmann::json parent = dump(run.file);
+  EXPECT_EQ(site_at(parent, "parent_leak")["live_bytes"], 10 * 300);
+  EXPECT_TRUE(sites_at(parent, "child_leak").empty());
+
+  nlohmann::json forked = dump(run.file + "." + child);
+  EXPECT_EQ(forked["process"]["traced_parent_pid"], parent["process"]["pid"]);
+  EXPECT_EQ(site_at(forked, "parent_leak")["live_bytes"], 10 * 300);  // inherited
+  nlohmann::json leak = site_at(forked, "child_leak");
+  EXPECT_EQ(leak["live_bytes"], 20 * 700);
+  EXPECT_EQ(leak["live_blocks"], 20);
+  EXPECT_EQ(forked["ended_by"], "exit");
+}
+
+TEST(ProcessLifecycle, ForkedChildTracksIntoItsOwnFileWithInheritedBlocks) { expect_forked_child_traced("fork"); }
+
+TEST(ProcessLifecycle, ChildLeavingByUnderscoreExitStillWritesItsFinalSnapshot) {
+  expect_forked_child_traced("fork_exit");
+}
+
+TEST(ProcessLifecycle, SigkilledProcessFileStillNamesTheLeak) {
+  LifecycleRun run = run_lifecycle("sigkill", {"--interval", "50ms"});
+  EXPECT_EQ(run.outcome.exit_code, 128 + 9);
+  nlohmann::json document = dump(run.file);
+  EXPECT_EQ(document["ended_by"], "running or killed");
+  nlohmann::json leak = site_at(document, "leak_before_kill");
+  EXPECT_EQ(leak["live_bytes"], 64 * 1024);
+  EXPECT_EQ(leak["live_blocks"], 64);
+}
+
+TEST(ProcessLifecycle, SigtermWritesAFinalSnapshotAndKeepsTheExitStatus) {
+  LifecycleRun run = run_lifecycle("sigterm");
+  EXPECT_EQ(run.outcome.exit_code, 128 + 15);
+  nlohmann::json document = dump(run.file);
+  EXPECT_EQ(document["ended_by"], "signal 15");
+  EXPECT_EQ(site_at(document, "leak_before_term")["live_bytes"], 33 * 2048);
+}
+
+TEST(ProcessLifecycle, ExecedImageIsTracedIntoItsOwnFile) {
+  LifecycleRun run = run_lifecycle("exec", {"--interval", "50ms"});
+  ASSERT_EQ(run.outcome.exit_code, 0) << run.outcome.err;
+  std::vector<std::string> files = files_in(run.directory);
+  ASSERT_EQ(files.size(), 2u) << ::testing::PrintToString(files);  // run.lsc, run.lsc.PID
+  nlohmann::json before = dump(run.file);
+  EXPECT_EQ(site_at(before, "leak_before_exec")["live_bytes"], 5 * 4000);
+  nlohmann::json after = dump(run.directory + "/" + files[1]);
+  EXPECT_EQ(site_at(after, "leak_after_exec")["live_bytes"], 6 * 5000);
+  EXPECT_TRUE(sites_at(after, "leak_before_exec").empty());
+}
+
+TEST(ProcessLifecycle, NoFollowExecLeavesTheExecedImageUntraced) {
+  LifecycleRun run = run_lifecycle("exec", {"--interval", "50ms", "--no-follow-exec"});
+  ASSERT_EQ(run.outcome.exit_code, 0) << run.outcome.err;
+  EXPECT_EQ(files_in(run.directory), (std::vector<std::string>{"run.lsc"}));
+}
+
+TEST(ProcessLifecycle, SignalHandlerThatAllocatesNeverDeadlocks) {
+  LifecycleRun run = run_lifecycle("signal_alloc");
+  ASSERT_EQ(run.outcome.exit_code, 0) << run.outcome.err;
+  EXPECT_NE(run.outcome.out.find("handled="), std::string::npos);
+  dump(run.file);
+}
+
+TEST(ProcessLifecycle, ProgramSeesDefaultSignalDispositionsAsWithoutLeakscope) {
+  LifecycleRun run = run_lifecycle("disposition");
+  ASSERT_EQ(run.outcome.exit_code, 0) << run.outcome.err;
+  EXPECT_EQ(run.outcome.out, "sigint_default=1 sigterm_default=1\n");
+}
+
+TEST(ProcessLifecycle, LeakInDlclosedLibraryIsStillSymbolized) {
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome outcome = leakscope({"run", "-o", file, "--", fixture("dlopen_leak"), fixture("libfixture_plugin.so")});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  nlohmann::json leak = site_at(dump(file), "plugin_make_buffer");
+  EXPECT_EQ(leak["live_bytes"], 12 * 1111);
+  EXPECT_EQ(leak["live_blocks"], 12);
+  std::string module = leak["frames"][0]["module"];
+  EXPECT_NE(module.find("libfixture_plugin.so"), std::string::npos) << module;
+  EXPECT_EQ(leak["frames"][1]["function"], "plugin_leak");
+}
+
+}  // namespace
+}  // namespace leakscope::testing

@@ -1,0 +1,194 @@
+// The reader against hand-built streams: exact state, torn and corrupt frames, unknown sections,
+// dangling references, and every truncation and byte flip of a valid stream.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/checksum.h"
+#include "core/stream_format.h"
+#include "report/run_state.h"
+
+namespace leakscope::report {
+namespace {
+
+using namespace leakscope::internal;
+
+class Bytes {
+ public:
+  Bytes& varint(uint64_t value) {
+    uint8_t buffer[kMaxVarintSize];
+    bytes_.append(reinterpret_cast<char*>(buffer), varint_put(buffer, value) - buffer);
+    return *this;
+  }
+  Bytes& signed_varint(int64_t value) { return varint(zigzag_encode(value)); }
+  Bytes& blob(const std::string& text) {
+    varint(text.size());
+    bytes_ += text;
+    return *this;
+  }
+  Bytes& section(SectionTag tag, const Bytes& content) {
+    varint(static_cast<uint64_t>(tag));
+    varint(content.bytes_.size());
+    bytes_ += content.bytes_;
+    return *this;
+  }
+  const std::string& str() const { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+std::string frame(FrameType type, const std::string& payload) {
+  uint8_t header[kFrameHeaderSize];
+  le32_put(header, kFrameMarker);
+  le32_put(header + 4, static_cast<uint32_t>(type));
+  le32_put(header + 8, static_cast<uint32_t>(payload.size()));
+  uint32_t crc = crc32c_extend(crc32c_extend(0, header + 4, 8), payload.data(), payload.size());
+  le32_put(header + 12, crc);
+  return std::string(reinterpret_cast<char*>(header), sizeof(header)) + payload;
+}
+
+std::string file_header() {
+  uint8_t header[kFileHeaderSize] = {};
+  memcpy(header, kFileMagic, sizeof(kFileMagic));
+  le32_put(header + 8, kFormatVersion);
+  return std::string(reinterpret_cast<char*>(header), sizeof(header));
+}
+
+std::string process_frame() {
+  Bytes process;
+  process.blob("0.1.0").varint(4242).varint(1).varint(0).blob("/usr/bin/app").varint(2).blob("app").blob("--x");
+  process.varint(1700000000000000000ull).varint(1000000000).varint(32).varint(4096).blob("depth=32").varint(0);
+  return frame(FrameType::kProcess, process.str());
+}
+
+Bytes info(uint32_t epoch, uint64_t time_ns, bool final) {
+  Bytes section;
+  section.varint(epoch).varint(time_ns).varint(0).varint(final ? 2 : 0).varint(0).varint(final ? 1 : 0);
+  for (int i = 0; i < 9; ++i) section.varint(4096 * (i + 1));
+  return section;
+}
+
+// Snapshot 1 defines one stack, thread, task, site and triple, and counts 10 allocs of 100
+// bytes; snapshot 2 frees 4 of them.
+std::string two_snapshots() {
+  Bytes first;
+  first.section(SectionTag::kInfo, info(0, 1000000000, false));
+  first.section(SectionTag::kStacks, Bytes().varint(1).varint(1).varint(2).signed_varint(0x401000).signed_varint(0x20));
+  first.section(SectionTag::kThreads, Bytes().varint(1).varint(1).varint(4242).blob("main").varint(0));
+  first.section(SectionTag::kTasks, Bytes().varint(1).varint(1).varint(7).blob("request"));
+  first.section(SectionTag::kSites, Bytes().varint(1).varint(1).varint(0).varint(1));
+  first.section(SectionTag::kTriples, Bytes().varint(1).varint(1).varint(1).varint(1).varint(1));
+  first.section(SectionTag::kCounters, Bytes().varint(1).varint(1).varint(10).varint(1000).varint(0).varint(0).varint(0));
+  first.section(SectionTag::kBirths, Bytes().varint(1).varint(1).varint(0).signed_varint(1000).signed_varint(10));
+  Bytes second;
+  second.section(SectionTag::kInfo, info(1, 2000000000, true));
+  second.section(SectionTag::kCounters, Bytes().varint(1).varint(1).varint(0).varint(0).varint(4).varint(400).varint(0));
+  second.section(SectionTag::kBirths, Bytes().varint(1).varint(1).varint(0).signed_varint(-400).signed_varint(-4));
+  second.section(SectionTag::kLifetimes, Bytes().varint(1).varint(1).varint(0b10).varint(400));
+  return file_header() + process_frame() + frame(FrameType::kSnapshot, first.str()) +
+         frame(FrameType::kSnapshot, second.str());
+}
+
+std::string write_temp(const std::string& bytes) {
+  static int counter = 0;
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("leakscope-reader-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".lsc"))
+                         .string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(StreamReader, RebuildsTheExactStateOfEachSnapshot) {
+  std::string path = write_temp(two_snapshots());
+  RunState first = load_run(path, 1);
+  EXPECT_EQ(first.snapshot_count(), 1u);
+  EXPECT_EQ(first.triples()[1].live_bytes(), 1000);
+  EXPECT_EQ(first.triples()[1].live_blocks(), 10);
+
+  RunState last = load_run(path);
+  EXPECT_EQ(last.process().pid, 4242);
+  EXPECT_EQ(last.process().exe, "/usr/bin/app");
+  EXPECT_EQ(last.process().argv, (std::vector<std::string>{"app", "--x"}));
+  EXPECT_EQ(last.snapshot_count(), 2u);
+  EXPECT_TRUE(last.last_snapshot().final);
+  EXPECT_EQ(last.last_snapshot().rss_bytes, 4096u);
+  EXPECT_EQ(last.stacks()[1].frames, (std::vector<uint64_t>{0x401000, 0x401020}));
+  EXPECT_EQ(last.threads()[1].name, "main");
+  EXPECT_EQ(last.tasks()[1].name, "request");
+  EXPECT_EQ(last.tasks()[1].user_id, 7u);
+  const Triple& triple = last.triples()[1];
+  EXPECT_EQ(triple.live_bytes(), 600);
+  EXPECT_EQ(triple.live_blocks(), 6);
+  EXPECT_EQ(triple.last.free_count, 4u);
+  EXPECT_EQ(last.sites()[1].freed_bytes_by_lifetime[1], 400u);
+  ASSERT_EQ(last.births().size(), 1u);
+  EXPECT_EQ(last.births().at(uint64_t{1} << 32).bytes, 600);
+}
+
+TEST(StreamReader, TornLastFrameIsIgnored) {
+  std::string bytes = two_snapshots();
+  RunState state = load_run(write_temp(bytes.substr(0, bytes.size() - 5)));
+  EXPECT_EQ(state.snapshot_count(), 1u);
+}
+
+TEST(StreamReader, CorruptFrameIsAnErrorNamingIt) {
+  std::string bytes = two_snapshots();
+  size_t second_frame_payload = file_header().size() + process_frame().size() + kFrameHeaderSize + 3;
+  bytes[second_frame_payload] ^= 1;
+  try {
+    load_run(write_temp(bytes));
+    FAIL() << "corruption was not detected";
+  } catch (const StreamError& error) {
+    EXPECT_NE(std::string(error.what()).find("frame 1 at offset"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("bad checksum"), std::string::npos) << error.what();
+  }
+}
+
+TEST(StreamReader, UnknownSectionsAreSkipped) {
+  Bytes snapshot;
+  snapshot.section(SectionTag::kInfo, info(0, 5, false));
+  snapshot.section(static_cast<SectionTag>(999), Bytes().varint(1).varint(2).varint(3));
+  RunState state = load_run(write_temp(file_header() + process_frame() + frame(FrameType::kSnapshot, snapshot.str())));
+  EXPECT_EQ(state.snapshot_count(), 1u);
+}
+
+TEST(StreamReader, CountersForAnUndefinedTripleAreRejected) {
+  Bytes snapshot;
+  snapshot.section(SectionTag::kCounters, Bytes().varint(1).varint(9).varint(1).varint(1).varint(0).varint(0).varint(0));
+  try {
+    load_run(write_temp(file_header() + process_frame() + frame(FrameType::kSnapshot, snapshot.str())));
+    FAIL() << "dangling reference accepted";
+  } catch (const StreamError& error) {
+    EXPECT_NE(std::string(error.what()).find("undefined triple 9"), std::string::npos) << error.what();
+  }
+}
+
+TEST(StreamReader, EveryTruncationAndByteFlipLoadsOrFailsCleanly) {
+  std::string bytes = two_snapshots();
+  for (size_t length = 0; length < bytes.size(); ++length) {
+    std::string path = write_temp(bytes.substr(0, length));
+    try {
+      load_run(path);
+    } catch (const StreamError&) {
+    }
+    std::filesystem::remove(path);
+  }
+  for (size_t at = 0; at < bytes.size(); ++at) {
+    std::string flipped = bytes;
+    flipped[at] ^= 0x80;
+    std::string path = write_temp(flipped);
+    try {
+      load_run(path);
+    } catch (const StreamError&) {
+    }
+    std::filesystem::remove(path);
+  }
+}
+
+}  // namespace
+}  // namespace leakscope::report
