@@ -27,7 +27,7 @@
 #include "interpose/real_functions.h"
 #include "interpose/signal_hooks.h"
 
-__thread int leakscope_tls_hook_depth __attribute__((tls_model("initial-exec"))) = 0;
+__thread int leakscope_tls_hook_depth __attribute__((tls_model("initial-exec"), visibility("hidden"))) = 0;
 
 namespace leakscope::internal {
 

@@ -18,7 +18,7 @@
 
 // Depth of leakscope frames on this thread's stack. Non-zero means: inside the runtime, so any
 // allocation now is the runtime's own or the real allocator's, and is passed straight through.
-extern __thread int leakscope_tls_hook_depth __attribute__((tls_model("initial-exec")));
+extern __thread int leakscope_tls_hook_depth __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 namespace leakscope::internal {
 

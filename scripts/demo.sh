@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Sets up, builds, runs the demo inference service under leakscope, and prints what leaks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install_deps.sh
+scripts/build.sh
+seconds="${DEMO_SECONDS:-10}"
+echo "== leakscope run: the demo service for ${seconds} s (weights, request temporaries, an LRU cache, one leak)"
+build/bin/leakscope run -o build/demo.lsc --interval 1s -- build/bin/leakscope_demo_service --seconds "$seconds"
+echo
+echo "== leakscope dump build/demo.lsc"
+build/bin/leakscope dump build/demo.lsc

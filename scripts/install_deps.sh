@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages leakscope needs to build, test and benchmark, skipping those
+# already present (so a prepared machine needs no network).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config binutils
+  libunwind-dev        # stack capture in the preload
+  libdw-dev libelf-dev # offline symbolization in the CLI
+  libfmt-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libjemalloc2         # integration test: jemalloc preloaded below leakscope
+  heaptrack            # benchmark peer
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "leakscope: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
