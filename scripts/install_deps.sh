@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libjemalloc2         # integration test: jemalloc preloaded below leakscope
   heaptrack            # benchmark peer
+  python3              # a real program in the integration tests; the benchmark runner
 )
 
 missing=()

@@ -50,7 +50,7 @@ int g_writer_wake = 0;  // futex word: becomes 1 to stop the writer thread
 bool g_writer_running = false;
 
 void report(const char* prefix, const char* text) {
-  char line[kMaxPathLength + 256];
+  char line[2 * kMaxPathLength + 512];
   snprintf(line, sizeof(line), "leakscope: %s%s\n", prefix, text);
   sys::write_stderr(line);
 }

@@ -51,18 +51,43 @@ class FrameBuilder {
 
   void string(const char* text) { blob(text, strlen(text)); }
 
-  // begin_section() returns a mark for end_section(), which fills in the section's length.
-  size_t begin_section(SectionTag tag) {
+  // A list section is written as tag, length, element count, elements. begin_list() returns a
+  // mark for end_list(), which fills in the length, or takes the whole section back when the
+  // list is empty: a snapshot in which nothing changed is a few dozen bytes.
+  struct SectionMark {
+    size_t start;    // where the tag begins
+    size_t content;  // where the content begins
+  };
+
+  SectionMark begin_list(SectionTag tag, uint64_t count) {
+    SectionMark mark{bytes_.size(), 0};
     varint(static_cast<uint64_t>(tag));
     uint8_t* out = reserve(kSectionLengthSize);
-    if (out == nullptr) return 0;
+    if (out == nullptr) return mark;
     bytes_.commit_size(bytes_.size() + kSectionLengthSize);
-    return bytes_.size();
+    mark.content = bytes_.size();
+    varint(count);
+    return mark;
   }
 
-  void end_section(size_t mark) {
-    if (failed_ || mark == 0) return;
-    varint_put_padded(bytes_.data() + mark - kSectionLengthSize, bytes_.size() - mark);
+  void end_list(SectionMark mark, uint64_t count) {
+    if (failed_ || mark.content == 0) return;
+    if (count == 0) {
+      bytes_.commit_size(mark.start);
+      return;
+    }
+    varint_put_padded(bytes_.data() + mark.content - kSectionLengthSize, bytes_.size() - mark.content);
+  }
+
+  // begin_record() and end_record() frame a section that is always written (INFO).
+  SectionMark begin_record(SectionTag tag) {
+    SectionMark mark = begin_list(tag, 0);
+    if (mark.content != 0) bytes_.commit_size(mark.content);  // no element count
+    return mark;
+  }
+  void end_record(SectionMark mark) {
+    if (failed_ || mark.content == 0) return;
+    varint_put_padded(bytes_.data() + mark.content - kSectionLengthSize, bytes_.size() - mark.content);
   }
 
   // finish() fills the frame header; returns false if building ran out of memory.
@@ -237,7 +262,7 @@ void scan_intervals(const Interval* intervals, uint32_t count, void* data) {
 void write_info(FrameBuilder& frame, Epoch closed, SnapshotReason reason, int signal_number, bool final) {
   ProcStats stats;
   proc_stats_read(&stats);
-  size_t mark = frame.begin_section(SectionTag::kInfo);
+  FrameBuilder::SectionMark mark = frame.begin_record(SectionTag::kInfo);
   frame.varint(raw(closed));
   frame.varint(sys::monotonic_ns() - g_writer.start_monotonic_ns);
   frame.varint(sys::realtime_ns());
@@ -253,14 +278,13 @@ void write_info(FrameBuilder& frame, Epoch closed, SnapshotReason reason, int si
   frame.varint(stats.hwm_bytes);
   frame.varint(internal_mapped_bytes());
   frame.varint(alloc_table_live_blocks());
-  frame.end_section(mark);
+  frame.end_record(mark);
 }
 
 void write_modules(FrameBuilder& frame) {
   module_map_lock();
   uint32_t count = module_map_count();
-  size_t mark = frame.begin_section(SectionTag::kModuleLoads);
-  frame.varint(count - g_writer.modules_end);
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kModuleLoads, count - g_writer.modules_end);
   for (uint32_t id = g_writer.modules_end; id < count; ++id) {
     const ModuleRecord* module = module_map_get(id);
     frame.varint(module->id);
@@ -277,7 +301,7 @@ void write_modules(FrameBuilder& frame) {
     frame.varint(module->load_ns > g_writer.start_monotonic_ns ? module->load_ns - g_writer.start_monotonic_ns : 0);
     frame.varint(raw(module->load_epoch));
   }
-  frame.end_section(mark);
+  frame.end_list(mark, count - g_writer.modules_end);
   g_writer.modules_end = count;
   g_writer.module_unload_emitted.resize(count);
 
@@ -285,8 +309,7 @@ void write_modules(FrameBuilder& frame) {
   for (uint32_t id = 0; id < count; ++id) {
     if (module_map_get(id)->unloaded && !g_writer.module_unload_emitted[id]) ++unloads;
   }
-  mark = frame.begin_section(SectionTag::kModuleUnloads);
-  frame.varint(unloads);
+  mark = frame.begin_list(SectionTag::kModuleUnloads, unloads);
   for (uint32_t id = 0; id < count; ++id) {
     const ModuleRecord* module = module_map_get(id);
     if (!module->unloaded || g_writer.module_unload_emitted[id]) continue;
@@ -295,13 +318,12 @@ void write_modules(FrameBuilder& frame) {
     frame.varint(raw(module->unload_epoch));
     g_writer.module_unload_emitted[id] = 1;
   }
-  frame.end_section(mark);
+  frame.end_list(mark, unloads);
   module_map_unlock();
 }
 
 void write_stacks(FrameBuilder& frame, uint32_t stacks_end) {
-  size_t mark = frame.begin_section(SectionTag::kStacks);
-  frame.varint(stacks_end - g_writer.stacks_end);
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kStacks, stacks_end - g_writer.stacks_end);
   for (uint32_t id = g_writer.stacks_end; id < stacks_end; ++id) {
     const StackEntry* stack = depot_get(static_cast<StackId>(id));
     frame.varint(id);
@@ -312,7 +334,7 @@ void write_stacks(FrameBuilder& frame, uint32_t stacks_end) {
       previous = stack->frames[i];
     }
   }
-  frame.end_section(mark);
+  frame.end_list(mark, stacks_end - g_writer.stacks_end);
   g_writer.stacks_end = stacks_end;
 }
 
@@ -355,8 +377,7 @@ void write_threads(FrameBuilder& frame, uint32_t threads_end) {
     memcpy(emitted.name, name, kThreadNameSize);
     changed.push_back(idx);
   }
-  size_t mark = frame.begin_section(SectionTag::kThreads);
-  frame.varint(changed.size());
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kThreads, changed.size());
   for (size_t i = 0; i < changed.size(); ++i) {
     const EmittedThread& emitted = g_writer.threads[changed[i]];
     frame.varint(changed[i]);
@@ -364,39 +385,36 @@ void write_threads(FrameBuilder& frame, uint32_t threads_end) {
     frame.string(emitted.name);
     frame.varint(emitted.exited ? 1 : 0);
   }
-  frame.end_section(mark);
+  frame.end_list(mark, changed.size());
   changed.release();
 }
 
 void write_tasks(FrameBuilder& frame, uint32_t tasks_end) {
-  size_t mark = frame.begin_section(SectionTag::kTasks);
-  frame.varint(tasks_end - g_writer.tasks_end);
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kTasks, tasks_end - g_writer.tasks_end);
   for (uint32_t id = g_writer.tasks_end; id < tasks_end; ++id) {
     const TaskEntry* task = task_get(static_cast<TaskId>(id));
     frame.varint(id);
     frame.varint(task->user_id);
     frame.blob(task->name, task->name_length);
   }
-  frame.end_section(mark);
+  frame.end_list(mark, tasks_end - g_writer.tasks_end);
   g_writer.tasks_end = tasks_end;
 }
 
 void write_sites(FrameBuilder& frame, uint32_t sites_end) {
-  size_t mark = frame.begin_section(SectionTag::kSites);
-  frame.varint(sites_end - g_writer.sites_end);
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kSites, sites_end - g_writer.sites_end);
   for (uint32_t id = g_writer.sites_end; id < sites_end; ++id) {
     const SiteEntry* site = site_get(static_cast<SiteId>(id));
     frame.varint(id);
     frame.varint(static_cast<uint64_t>(site->domain));
     frame.varint(raw(site->stack));
   }
-  frame.end_section(mark);
+  frame.end_list(mark, sites_end - g_writer.sites_end);
   g_writer.sites_end = sites_end;
 }
 
 void write_triples(FrameBuilder& frame, uint32_t triples_end) {
-  size_t mark = frame.begin_section(SectionTag::kTriples);
-  frame.varint(triples_end - g_writer.triples_end);
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kTriples, triples_end - g_writer.triples_end);
   for (uint32_t id = g_writer.triples_end; id < triples_end; ++id) {
     const TripleEntry* triple = triple_get(static_cast<TripleId>(id));
     frame.varint(id);
@@ -404,7 +422,7 @@ void write_triples(FrameBuilder& frame, uint32_t triples_end) {
     frame.varint(raw(triple->thread));
     frame.varint(raw(triple->task));
   }
-  frame.end_section(mark);
+  frame.end_list(mark, triples_end - g_writer.triples_end);
   g_writer.triples_end = triples_end;
 }
 
@@ -426,8 +444,7 @@ void write_counters(FrameBuilder& frame, uint32_t triples_end) {
     changed.push_back(id);
     now.push_back(current);
   }
-  size_t mark = frame.begin_section(SectionTag::kCounters);
-  frame.varint(changed.size());
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kCounters, changed.size());
   uint32_t previous_id = 0;
   for (size_t i = 0; i < changed.size(); ++i) {
     EmittedCounters& before = g_writer.counters[changed[i]];
@@ -441,7 +458,7 @@ void write_counters(FrameBuilder& frame, uint32_t triples_end) {
     before = after;
     previous_id = changed[i];
   }
-  frame.end_section(mark);
+  frame.end_list(mark, changed.size());
   changed.release();
   now.release();
 }
@@ -453,11 +470,7 @@ void write_births(FrameBuilder& frame, uint32_t triples_end) {
   alloc_table_visit(scan_heap, &scan);
   interval_map_visit(scan_intervals, &scan);
   if (g_writer.births_incomplete) {
-    // Out of memory for the histogram: keep the previous one, so the stream stays consistent.
-    size_t mark = frame.begin_section(SectionTag::kBirths);
-    frame.varint(0);
-    frame.end_section(mark);
-    return;
+    return;  // out of memory for the histogram: keep the previous one, the stream stays consistent
   }
   uint64_t changes = 0;
   for (const BirthCell* cell = g_writer.births_current.begin(); cell != g_writer.births_current.end(); ++cell) {
@@ -468,8 +481,7 @@ void write_births(FrameBuilder& frame, uint32_t triples_end) {
   for (const BirthCell* cell = g_writer.births_previous.begin(); cell != g_writer.births_previous.end(); ++cell) {
     if (cell->key != 0 && g_writer.births_current.find(cell->key) == nullptr) ++changes;
   }
-  size_t mark = frame.begin_section(SectionTag::kBirths);
-  frame.varint(changes);
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kBirths, changes);
   for (const BirthCell* cell = g_writer.births_current.begin(); cell != g_writer.births_current.end(); ++cell) {
     if (cell->key == 0) continue;
     const BirthCell* before = g_writer.births_previous.find(cell->key);
@@ -488,7 +500,7 @@ void write_births(FrameBuilder& frame, uint32_t triples_end) {
     frame.signed_varint(-cell->bytes);
     frame.signed_varint(-cell->blocks);
   }
-  frame.end_section(mark);
+  frame.end_list(mark, changes);
   g_writer.births_previous.swap(g_writer.births_current);
 }
 
@@ -506,8 +518,7 @@ void write_lifetimes(FrameBuilder& frame, uint32_t sites_end) {
     changed.push_back(id);
     now.push_back(current);
   }
-  size_t mark = frame.begin_section(SectionTag::kLifetimes);
-  frame.varint(changed.size());
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kLifetimes, changed.size());
   for (size_t i = 0; i < changed.size(); ++i) {
     EmittedLifetimes& before = g_writer.lifetimes[changed[i]];
     uint32_t mask = 0;
@@ -521,7 +532,7 @@ void write_lifetimes(FrameBuilder& frame, uint32_t sites_end) {
     }
     before = now[i];
   }
-  frame.end_section(mark);
+  frame.end_list(mark, changed.size());
   changed.release();
   now.release();
 }
