@@ -51,6 +51,16 @@ TEST(ProcessLifecycle, ChildLeavingByUnderscoreExitStillWritesItsFinalSnapshot) 
   expect_forked_child_traced("fork_exit");
 }
 
+TEST(ProcessLifecycle, ForkWhileOtherThreadsAllocateNeverDeadlocksTheChild) {
+  LifecycleRun run = run_lifecycle("fork_busy", {"--interval", "20ms"});
+  ASSERT_EQ(run.outcome.exit_code, 0) << run.outcome.err;
+  EXPECT_EQ(run.outcome.out, "clean_children=40\n");
+  std::vector<std::string> files = files_in(run.directory);
+  EXPECT_EQ(files.size(), 41u);
+  nlohmann::json child = dump(run.directory + "/" + files.back());
+  EXPECT_EQ(site_at(child, "child_leak")["live_bytes"], 20 * 700);
+}
+
 TEST(ProcessLifecycle, SigkilledProcessFileStillNamesTheLeak) {
   LifecycleRun run = run_lifecycle("sigkill", {"--interval", "50ms"});
   EXPECT_EQ(run.outcome.exit_code, 128 + 9);
