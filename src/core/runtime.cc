@@ -163,7 +163,7 @@ bool open_stream(bool descendant, pid_t traced_parent_pid, uint64_t start_monoto
   process.interval_ns = g_options.interval;
   process.depth = static_cast<uint32_t>(g_options.depth);
   process.options = options_text;
-  int error = snapshot_writer_open(fd, process);
+  int error = snapshot_writer_open(fd, g_output_path, process);
   if (error != 0) {
     char reason[kMaxPathLength + 128];
     snprintf(reason, sizeof(reason), "cannot write output '%s': %s", g_output_path, strerror(-error));
@@ -181,7 +181,12 @@ int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final) 
   if (final) g_final_written = true;
   if (error != 0) {
     char text[kMaxPathLength + 128];
-    snprintf(text, sizeof(text), "cannot write output '%s': %s", g_output_path, strerror(-error));
+    if (error == -ESTALE) {
+      snprintf(text, sizeof(text), "output '%s' was closed or replaced by the program and cannot be reopened",
+               g_output_path);
+    } else {
+      snprintf(text, sizeof(text), "cannot write output '%s': %s", g_output_path, strerror(-error));
+    }
     runtime_disable(text);
     return -1;
   }

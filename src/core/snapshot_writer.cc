@@ -1,6 +1,7 @@
 #include "core/snapshot_writer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -211,6 +212,9 @@ struct EmittedLifetimes {
 
 struct WriterState {
   int fd = -1;
+  const char* path = nullptr;  // owned by the runtime, stable for the process's life
+  uint64_t file_device = 0;
+  uint64_t file_inode = 0;
   uint32_t snapshots = 0;
   uint64_t start_monotonic_ns = 0;
   uint32_t stacks_end = 1;
@@ -562,17 +566,38 @@ void write_cmdline(FrameBuilder& frame) {
   }
 }
 
+// ensure_output() makes sure g_writer.fd is still our file; 0 or -ESTALE.
+int ensure_output() {
+  uint64_t device = 0, inode = 0;
+  if (sys::file_identity(g_writer.fd, &device, &inode) && device == g_writer.file_device &&
+      inode == g_writer.file_inode) {
+    return 0;
+  }
+  // Closed, or the number now belongs to one of the program's files: never write there.
+  int reopened = sys::open_file(g_writer.path, O_WRONLY | O_APPEND, 0);
+  if (reopened < 0) return -ESTALE;
+  if (!sys::file_identity(reopened, &device, &inode) || device != g_writer.file_device ||
+      inode != g_writer.file_inode) {
+    sys::close_file(reopened);
+    return -ESTALE;
+  }
+  g_writer.fd = sys::move_fd_high(reopened);
+  return 0;
+}
+
 }  // namespace
 
-int snapshot_writer_open(int fd, const ProcessDescription& process) {
+int snapshot_writer_open(int fd, const char* path, const ProcessDescription& process) {
   reset_emitted_state();
-  g_writer.fd = fd;
+  g_writer.fd = sys::move_fd_high(fd);
+  g_writer.path = path;
+  if (!sys::file_identity(g_writer.fd, &g_writer.file_device, &g_writer.file_inode)) return -EBADF;
   g_writer.start_monotonic_ns = process.start_monotonic_ns;
 
   uint8_t header[kFileHeaderSize] = {};
   memcpy(header, kFileMagic, sizeof(kFileMagic));
   le32_put(header + 8, kFormatVersion);
-  if (int error = sys::write_all(fd, header, sizeof(header)); error != 0) return error;
+  if (int error = sys::write_all(g_writer.fd, header, sizeof(header)); error != 0) return error;
 
   FrameBuilder& frame = g_writer.frame;
   frame.start(FrameType::kProcess);
@@ -591,7 +616,7 @@ int snapshot_writer_open(int fd, const ProcessDescription& process) {
   frame.string(process.options);
   frame.varint(raw(epoch_current()));
   if (!frame.finish()) return -ENOMEM;
-  return sys::write_all(fd, frame.data(), frame.size());
+  return sys::write_all(g_writer.fd, frame.data(), frame.size());
 }
 
 int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) {
@@ -620,6 +645,7 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   write_births(frame, triples_end);
   write_lifetimes(frame, sites_end);
   if (!frame.finish()) return -ENOMEM;
+  if (int error = ensure_output(); error != 0) return error;
   int error = sys::write_all(g_writer.fd, frame.data(), frame.size());
   if (error == 0) ++g_writer.snapshots;
   return error;

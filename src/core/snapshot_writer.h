@@ -29,13 +29,16 @@ struct ProcessDescription {
   const char* options;  // effective options, "name=value,..."
 };
 
-// snapshot_writer_open() starts a new stream at `fd` (already open for writing) and writes the
-// file header and the process frame. Everything known so far will be emitted again by the next
-// snapshot, which is what a forked child needs. Returns 0 or -errno.
-int snapshot_writer_open(int fd, const ProcessDescription& process);
+// snapshot_writer_open() starts a new stream at `fd` (already open for writing `path`) and writes
+// the file header and the process frame. Everything known so far will be emitted again by the
+// next snapshot, which is what a forked child needs. The descriptor is moved out of the low range
+// and checked before every write: if the program closes it or reuses its number, the writer
+// reopens `path` (when it is still the same file) rather than write into the program's files.
+// Returns 0 or -errno.
+int snapshot_writer_open(int fd, const char* path, const ProcessDescription& process);
 
 // snapshot_writer_write() closes the current epoch, builds the snapshot and appends it.
-// Returns 0 or -errno; after a failure the stream must not be written to again (the runtime stops
+// Returns 0 or -errno (-ESTALE: the output file is no longer reachable); after a failure the stream must not be written to again (the runtime stops
 // tracking), since what this snapshot emitted is considered sent. Not thread-safe
 // (see above); not signal-safe except as used by the fatal-signal path, which only calls it when
 // the interrupted thread held none of the runtime's locks.

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,6 +72,21 @@ long read_link(const char* path, char* buffer, size_t size) {
   long length = checked(syscall(SYS_readlinkat, AT_FDCWD, path, buffer, size - 1));
   if (length >= 0) buffer[length] = '\0';
   return length;
+}
+
+int move_fd_high(int fd) {
+  long high = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 900);
+  if (high < 0) return fd;
+  close_file(fd);
+  return static_cast<int>(high);
+}
+
+bool file_identity(int fd, uint64_t* device, uint64_t* inode) {
+  struct stat status;
+  if (syscall(SYS_fstat, fd, &status) != 0) return false;
+  *device = status.st_dev;
+  *inode = status.st_ino;
+  return true;
 }
 
 pid_t get_pid() { return static_cast<pid_t>(syscall(SYS_getpid)); }

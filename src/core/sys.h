@@ -28,6 +28,14 @@ long read_small_file(const char* path, char* buffer, size_t size);
 // read_link() is readlink(2) with NUL termination; returns length or -errno.
 long read_link(const char* path, char* buffer, size_t size);
 
+// move_fd_high() duplicates `fd` to the lowest free descriptor >= 900 (close-on-exec), closes the
+// original and returns the new one; programs that close or reuse low descriptors then leave it
+// alone. Returns `fd` unchanged when no high descriptor is free.
+int move_fd_high(int fd);
+
+// file_identity() reads the device and inode behind `fd`; false when fd is not open.
+bool file_identity(int fd, uint64_t* device, uint64_t* inode);
+
 pid_t get_pid();
 pid_t get_ppid();
 pid_t get_tid();

@@ -61,6 +61,19 @@ TEST(ProcessLifecycle, ForkWhileOtherThreadsAllocateNeverDeadlocksTheChild) {
   EXPECT_EQ(site_at(child, "child_leak")["live_bytes"], 20 * 700);
 }
 
+TEST(ProcessLifecycle, ProgramClosingAllDescriptorsNeverGetsFramesInItsFiles) {
+  std::string directory = scratch_dir();
+  std::string victim = directory + "/victim.txt";
+  std::string file = directory + "/run.lsc";
+  Outcome outcome = leakscope({"run", "-o", file, "--interval", "20ms", "--", fixture("lifecycle"), "close_fds", victim});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_EQ(outcome.err.find("tracking disabled"), std::string::npos) << outcome.err;
+  EXPECT_EQ(read_file(victim), "the program's own line\n");
+  nlohmann::json document = dump(file);
+  EXPECT_EQ(document["ended_by"], "exit");
+  EXPECT_EQ(site_at(document, "leak_after_close")["live_bytes"], 7 * 999);
+}
+
 TEST(ProcessLifecycle, SigkilledProcessFileStillNamesTheLeak) {
   LifecycleRun run = run_lifecycle("sigkill", {"--interval", "50ms"});
   EXPECT_EQ(run.outcome.exit_code, 128 + 9);
