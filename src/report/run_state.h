@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -91,6 +92,9 @@ struct Site {
   Domain domain = Domain::kHeap;
   uint32_t stack = 0;
   std::array<uint64_t, internal::kLifetimeBuckets> freed_bytes_by_lifetime{};
+  int64_t live_bytes = 0;   // summed over the site's triples
+  int64_t live_blocks = 0;
+  uint64_t first_seen_ns = 0;  // time of the snapshot that defined it
   bool known = false;
 };
 
@@ -131,6 +135,9 @@ class RunState {
   const std::vector<Triple>& triples() const { return triples_; }
   // births() maps triple << 32 | birth epoch to what is live of it.
   const std::unordered_map<uint64_t, BirthCount>& births() const { return births_; }
+  // epoch_start_ns() is when epoch `epoch` began: the time of the snapshot that closed the
+  // epoch before it, or 0 for the first epoch of the file and any epoch inherited from a parent.
+  uint64_t epoch_start_ns(uint32_t epoch) const;
 
  private:
   void apply_process(class PayloadCursor& cursor);
@@ -147,10 +154,16 @@ class RunState {
   std::vector<Site> sites_{1};
   std::vector<Triple> triples_{1};
   std::unordered_map<uint64_t, BirthCount> births_;
+  std::unordered_map<uint32_t, uint64_t> epoch_close_ns_;
 };
 
-// load_run() reads `path` up to its `at`-th snapshot (1-based; 0 = the last) and returns the
-// state. Throws StreamError. A torn last frame is reported on stderr as a warning.
+// read_run() applies `path` up to its `at`-th snapshot (1-based; 0 = the last) to *state, calling
+// on_snapshot(*state) after each snapshot. Throws StreamError. A torn last frame is reported on
+// stderr as a warning.
+void read_run(const std::string& path, uint32_t at, RunState* state,
+              const std::function<void(const RunState&)>& on_snapshot);
+
+// load_run() is read_run() into a fresh state.
 RunState load_run(const std::string& path, uint32_t at = 0);
 
 }  // namespace leakscope::report

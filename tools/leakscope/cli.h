@@ -41,6 +41,19 @@ struct DumpOptions {
 
 int dump_command(const DumpOptions& options);
 
+struct ReportCommandOptions {
+  std::string file;
+  uint32_t at = 0;
+  std::string format = "text";
+  size_t top = 10;
+  int64_t min_bytes = 0;
+};
+
+int report_command(const ReportCommandOptions& options);
+
+// parse_size() reads "512", "64KiB", "1MiB", "2G"...; false when malformed.
+bool parse_size(const std::string& text, int64_t* bytes);
+
 // preload_path() finds libleakscope.so next to this executable (build tree or install); empty
 // when it is not there.
 std::string preload_path();

@@ -8,6 +8,27 @@
 
 namespace leakscope::cli {
 
+bool parse_size(const std::string& text, int64_t* bytes) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  std::string unit = text.substr(used);
+  static const std::pair<const char*, double> kUnits[] = {
+      {"", 1}, {"B", 1}, {"K", 1024}, {"KiB", 1024}, {"KB", 1024}, {"M", 1 << 20}, {"MiB", 1 << 20},
+      {"MB", 1 << 20}, {"G", 1 << 30}, {"GiB", 1 << 30}, {"GB", 1 << 30}};
+  for (const auto& [name, scale] : kUnits) {
+    if (unit == name && value >= 0) {
+      *bytes = static_cast<int64_t>(value * scale);
+      return true;
+    }
+  }
+  return false;
+}
+
 int fail(ExitCode code, const std::string& message) {
   fmt::print(stderr, "leakscope: error: {}\n", message);
   return code;
@@ -47,6 +68,15 @@ int main(int argc, char** argv) {
   dump_verb->add_option("--at", dump.at, "Snapshot number, from 1 (default: the last)")->check(CLI::PositiveNumber);
   dump_verb->add_option("--format", dump.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
 
+  ReportCommandOptions report;
+  std::string min_bytes = "0";
+  CLI::App* report_verb = app.add_subcommand("report", "Leak suspects with verdicts, caches, startup residents, memory over time");
+  report_verb->add_option("file", report.file, "A .lsc stream")->required();
+  report_verb->add_option("--format", report.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  report_verb->add_option("--top", report.top, "Sites shown per section")->check(CLI::PositiveNumber)->capture_default_str();
+  report_verb->add_option("--min-bytes", min_bytes, "Leave out sites with fewer live bytes (e.g. 64KiB)")->capture_default_str();
+  report_verb->add_option("--at", report.at, "Judge at this snapshot, from 1 (default: the last)")->check(CLI::PositiveNumber);
+
   try {
     app.parse(own_argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -65,5 +95,9 @@ int main(int argc, char** argv) {
     return run_command(run);
   }
   if (!command.empty()) return fail(kUsage, "unexpected '--' (only run takes a command)");
+  if (report_verb->parsed()) {
+    if (!parse_size(min_bytes, &report.min_bytes)) return fail(kUsage, "--min-bytes: not a size: " + min_bytes);
+    return report_command(report);
+  }
   return dump_command(dump);
 }

@@ -1,0 +1,108 @@
+#include "report/analysis.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "report/units.h"
+
+namespace leakscope::report {
+namespace {
+
+// Untracked growth must be at least this share of RSS growth, and this fast, to be reported.
+constexpr double kMinUntrackedShare = 0.5;
+constexpr double kMinUntrackedBytesPerMin = 256 * 1024;
+
+int verdict_rank(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kLeak: return 0;
+    case Verdict::kCache: return 1;
+    case Verdict::kStartup: return 2;
+    case Verdict::kUnknown: return 3;
+  }
+  return 3;
+}
+
+std::unordered_map<uint32_t, std::vector<LiveByBirth>> births_by_site(const RunState& state) {
+  std::unordered_map<uint32_t, std::vector<LiveByBirth>> births;
+  for (const auto& [key, count] : state.births()) {
+    uint32_t triple = static_cast<uint32_t>(key >> 32);
+    uint32_t epoch = static_cast<uint32_t>(key);
+    if (triple >= state.triples().size() || !state.triples()[triple].known) continue;
+    births[state.triples()[triple].site].push_back({static_cast<double>(state.epoch_start_ns(epoch)) / 1e9, count.bytes});
+  }
+  return births;
+}
+
+}  // namespace
+
+bool is_host_domain(Domain domain) {
+  return domain == Domain::kHeap || domain == Domain::kMmap || domain == Domain::kBrk;
+}
+
+std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>& samples) {
+  std::vector<ResidencyFinding> findings;
+  if (samples.size() < kMinSamples) return findings;
+  std::vector<SeriesPoint> rss, tracked;
+  for (const ProcessSample& sample : samples) {
+    rss.push_back({sample.time_s, static_cast<double>(sample.rss_bytes)});
+    double host = 0;
+    for (size_t d = 0; d < sample.tracked_bytes.size(); ++d) {
+      if (is_host_domain(static_cast<Domain>(d))) host += static_cast<double>(sample.tracked_bytes[d]);
+    }
+    tracked.push_back({sample.time_s, host});
+  }
+  ResidencyFinding finding;
+  finding.kind = "untracked_growth";
+  finding.rss_growth_bytes_per_min = theil_sen_slope(rss) * 60;
+  finding.tracked_growth_bytes_per_min = theil_sen_slope(tracked) * 60;
+  finding.untracked_growth_bytes_per_min = finding.rss_growth_bytes_per_min - finding.tracked_growth_bytes_per_min;
+  finding.mann_kendall_z = mann_kendall(rss).z;
+  if (finding.mann_kendall_z >= kTrendZ && finding.rss_growth_bytes_per_min > 0 &&
+      finding.untracked_growth_bytes_per_min >= kMinUntrackedShare * finding.rss_growth_bytes_per_min &&
+      finding.untracked_growth_bytes_per_min >= kMinUntrackedBytesPerMin) {
+    finding.text = fmt::format(
+        "RSS grows {}/min but tracked allocations only {}/min: {}/min is not explained by them "
+        "(fragmentation, memory the allocator keeps, or memory leakscope does not see)",
+        format_bytes(static_cast<int64_t>(finding.rss_growth_bytes_per_min)),
+        format_bytes(static_cast<int64_t>(finding.tracked_growth_bytes_per_min)),
+        format_bytes(static_cast<int64_t>(finding.untracked_growth_bytes_per_min)));
+    findings.push_back(finding);
+  }
+  return findings;
+}
+
+RunAnalysis analyze_run(const std::string& path, uint32_t at) {
+  RunAnalysis analysis;
+  SiteSeries series;
+  read_run(path, at, &analysis.state, [&series](const RunState& state) { series.observe(state); });
+  series.finish(analysis.state);
+
+  const RunState& state = analysis.state;
+  double now_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
+  auto births = births_by_site(state);
+  for (SiteSummary& summary : summarize_live_sites(state)) {
+    SiteEvidence evidence;
+    evidence.live_bytes = series.site(summary.site);
+    evidence.births = std::move(births[summary.site]);
+    evidence.now_s = now_s;
+    evidence.epochs = state.snapshot_count();
+    SiteReport report;
+    report.judgement = judge_site(evidence);
+    report.first_seen_s = static_cast<double>(state.sites()[summary.site].first_seen_ns) / 1e9;
+    report.summary = std::move(summary);
+    analysis.sites.push_back(std::move(report));
+  }
+  std::stable_sort(analysis.sites.begin(), analysis.sites.end(), [](const SiteReport& a, const SiteReport& b) {
+    int rank_a = verdict_rank(a.judgement.verdict), rank_b = verdict_rank(b.judgement.verdict);
+    if (rank_a != rank_b) return rank_a < rank_b;
+    if (rank_a == 0) return a.judgement.growth_bytes_per_min > b.judgement.growth_bytes_per_min;
+    return a.summary.live_bytes > b.summary.live_bytes;
+  });
+  analysis.residency = series.process();
+  analysis.findings = untracked_growth(analysis.residency);
+  return analysis;
+}
+
+}  // namespace leakscope::report

@@ -1,0 +1,56 @@
+// File: analysis.h
+//
+// One pass over a stream that yields everything `leakscope report` and `diff` show: every live
+// site with its verdict and the numbers behind it, the process's memory over time beside tracked
+// bytes, and residency findings (RSS growth that tracked allocations do not explain). Memory is
+// bounded by the number of sites and live (triple, epoch) pairs, not by the stream's length.
+// The rules are in docs/ANALYSIS.md.
+#ifndef LEAKSCOPE_REPORT_ANALYSIS_H_
+#define LEAKSCOPE_REPORT_ANALYSIS_H_
+
+#include <string>
+#include <vector>
+
+#include "report/run_state.h"
+#include "report/site_series.h"
+#include "report/site_summary.h"
+#include "report/verdict.h"
+
+namespace leakscope::report {
+
+struct SiteReport {
+  SiteSummary summary;
+  SiteJudgement judgement;
+  double first_seen_s = 0;
+};
+
+struct ResidencyFinding {
+  std::string kind;  // "untracked_growth"
+  double rss_growth_bytes_per_min = 0;
+  double tracked_growth_bytes_per_min = 0;
+  double untracked_growth_bytes_per_min = 0;
+  double mann_kendall_z = 0;
+  std::string text;
+};
+
+struct RunAnalysis {
+  RunState state;                      // at the analysed snapshot
+  std::vector<SiteReport> sites;       // leaks by growth, then caches, startup, unknown by size
+  std::vector<ProcessSample> residency;
+  std::vector<ResidencyFinding> findings;
+};
+
+// analyze_run() reads `path` up to its `at`-th snapshot (1-based; 0 = the last). Throws
+// StreamError like load_run().
+RunAnalysis analyze_run(const std::string& path, uint32_t at = 0);
+
+// untracked_growth() judges process memory against tracked host memory (heap + mmap + brk).
+std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>& samples);
+
+// Domains that are host memory the process maps itself; c10 layers live inside the heap and
+// device memory is not in RSS.
+bool is_host_domain(Domain domain);
+
+}  // namespace leakscope::report
+
+#endif  // LEAKSCOPE_REPORT_ANALYSIS_H_

@@ -1,0 +1,184 @@
+// Verdicts on synthetic sites: a simulator runs one site's allocations and frees epoch by epoch
+// (1 s each) and yields what the stream would: live bytes per snapshot and live bytes by birth.
+#include "report/verdict.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <random>
+
+namespace leakscope::report {
+namespace {
+
+struct Block {
+  int birth_epoch;
+  int64_t bytes;
+};
+
+class SiteSimulator {
+ public:
+  // step(epoch, live) may add blocks to and remove blocks from `live` for that epoch.
+  SiteEvidence run(int epochs, const std::function<void(int, std::deque<Block>&)>& step) {
+    SiteEvidence evidence;
+    std::deque<Block> live;
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+      step(epoch, live);
+      int64_t total = 0;
+      for (const Block& block : live) total += block.bytes;
+      evidence.live_bytes.push_back({static_cast<double>(epoch + 1), static_cast<double>(total)});
+    }
+    for (const Block& block : live) evidence.births.push_back({static_cast<double>(block.birth_epoch), block.bytes});
+    evidence.now_s = epochs;
+    evidence.epochs = static_cast<uint32_t>(epochs);
+    return evidence;
+  }
+};
+
+SiteJudgement judge(int epochs, const std::function<void(int, std::deque<Block>&)>& step) {
+  return judge_site(SiteSimulator().run(epochs, step));
+}
+
+TEST(Verdict, SteadyLeakIsALeak) {
+  SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) { live.push_back({e, 1000}); });
+  EXPECT_EQ(j.verdict, Verdict::kLeak) << j.reason;
+  EXPECT_GT(j.leak_entropy, 0.95);
+  EXPECT_NEAR(j.growth_bytes_per_min, 60000, 1);
+  EXPECT_GT(j.confidence, 0.9);
+}
+
+TEST(Verdict, LeakWithBurstsIsALeak) {
+  SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) {
+    if (e % 6 == 0) live.push_back({e, 50000});
+  });
+  EXPECT_EQ(j.verdict, Verdict::kLeak) << j.reason;
+}
+
+TEST(Verdict, BoundedLruCacheIsACache) {
+  SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) {
+    for (int i = 0; i < 10; ++i) live.push_back({e, 4096});
+    while (live.size() > 50) live.pop_front();  // evict the least recently inserted
+  });
+  EXPECT_EQ(j.verdict, Verdict::kCache) << j.reason;
+  EXPECT_LT(j.leak_entropy, 0.4);  // 5 recent epochs of 60: log2(5) / log2(60)
+  EXPECT_GT(j.median_birth_fraction, 0.9);
+}
+
+TEST(Verdict, CacheThatNeverEvictsIsALeak) {
+  SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) {
+    for (int i = 0; i < 10; ++i) live.push_back({e, 4096});
+  });
+  EXPECT_EQ(j.verdict, Verdict::kLeak) << j.reason;
+}
+
+TEST(Verdict, StartupWeightsAreStartup) {
+  SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) {
+    if (e == 0) live.push_back({0, 100 << 20});
+  });
+  EXPECT_EQ(j.verdict, Verdict::kStartup) << j.reason;
+  EXPECT_LT(j.leak_entropy, 0.01);
+  EXPECT_GT(j.confidence, 0.9);
+}
+
+TEST(Verdict, StartupThatLoadsOverSeveralEpochsIsStillStartup) {
+  SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) {
+    if (e < 5) live.push_back({e, 20 << 20});
+  });
+  EXPECT_EQ(j.verdict, Verdict::kStartup) << j.reason;
+}
+
+TEST(Verdict, SawtoothWorkingSetIsNotALeak) {
+  SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) {
+    if (e % 10 == 0) live.clear();
+    live.push_back({e, 10000});
+  });
+  EXPECT_EQ(j.verdict, Verdict::kCache) << j.reason;
+}
+
+TEST(Verdict, NoiseIsNotALeak) {
+  std::mt19937 random(7);
+  SiteJudgement j = judge(60, [&random](int e, std::deque<Block>& live) {
+    live.clear();
+    int blocks = 20 + static_cast<int>(random() % 30);
+    for (int i = 0; i < blocks; ++i) live.push_back({e, 1000});
+  });
+  EXPECT_EQ(j.verdict, Verdict::kCache) << j.reason;
+}
+
+TEST(Verdict, LeakThatStartsLateIsALeak) {
+  SiteJudgement j = judge(100, [](int e, std::deque<Block>& live) {
+    if (e >= 70) live.push_back({e, 2000});
+  });
+  EXPECT_EQ(j.verdict, Verdict::kLeak) << j.reason;
+  EXPECT_NEAR(j.growth_bytes_per_min, 120000, 1);
+}
+
+TEST(Verdict, LeakHiddenInTheSameSitesChurnIsALeak) {
+  std::mt19937 random(11);
+  std::deque<Block> kept;
+  SiteJudgement j = judge(60, [&](int e, std::deque<Block>& live) {
+    // 1 block in 100 is never freed; the other 99 live for one epoch at most.
+    live.assign(kept.begin(), kept.end());
+    int churn = 80 + static_cast<int>(random() % 40);
+    for (int i = 0; i < churn; ++i) live.push_back({e, 1024});
+    kept.push_back({e, 1024});
+    live.push_back(kept.back());
+  });
+  EXPECT_EQ(j.verdict, Verdict::kLeak) << j.reason;
+}
+
+TEST(Verdict, SawtoothOnARisingFloorIsALeak) {
+  SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) {
+    if (e % 10 == 0) {
+      while (!live.empty() && live.back().bytes == 10000) live.pop_back();  // release the working set
+    }
+    live.push_front({e, 3000});  // the part that is never released
+    live.push_back({e, 10000});
+  });
+  EXPECT_EQ(j.verdict, Verdict::kLeak) << j.reason;
+}
+
+TEST(Verdict, LeakTooShortToJudgeIsUnknown) {
+  SiteJudgement j = judge(3, [](int e, std::deque<Block>& live) { live.push_back({e, 1000}); });
+  EXPECT_EQ(j.verdict, Verdict::kUnknown);
+  EXPECT_NE(j.reason.find("too short"), std::string::npos);
+}
+
+TEST(Verdict, GrowthThatWasFreedAgainIsNotALeak) {
+  SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) {
+    if (e < 55) {
+      live.push_back({e, 1000});
+    } else {
+      while (live.size() > 5) live.pop_back();
+    }
+  });
+  EXPECT_NE(j.verdict, Verdict::kLeak) << j.reason;
+}
+
+TEST(LeakEntropy, IsZeroForOneBucketAndOneForAnEvenSpread) {
+  EXPECT_EQ(leak_entropy({{0, 100}}, 10, 1), 0);
+  std::vector<LiveByBirth> even;
+  for (int e = 0; e < 64; ++e) even.push_back({static_cast<double>(e), 10});
+  EXPECT_NEAR(leak_entropy(even, 64, 64), 1.0, 1e-9);
+  EXPECT_NEAR(leak_entropy({{0, 5}, {0.5, 5}}, 64, 64), 0.0, 1e-9);
+  // Two equal halves in two of four buckets: 1 bit of log2(4) = 2.
+  EXPECT_NEAR(leak_entropy({{0, 5}, {2.5, 5}}, 4, 4), 0.5, 1e-9);
+}
+
+TEST(Trend, TheilSenIgnoresAnOutlierAndMannKendallSeesThroughNoise) {
+  std::vector<SeriesPoint> line;
+  for (int i = 0; i < 20; ++i) line.push_back({static_cast<double>(i), 3.0 * i});
+  line[10].value = 1e9;
+  EXPECT_NEAR(theil_sen_slope(line), 3.0, 1e-9);
+  EXPECT_GT(mann_kendall(line).z, kTrendZ);
+  std::vector<SeriesPoint> saw;
+  for (int i = 0; i < 40; ++i) saw.push_back({static_cast<double>(i), static_cast<double>(i % 8)});
+  EXPECT_LT(std::fabs(mann_kendall(saw).z), kTrendZ);
+  std::vector<SeriesPoint> flat(10, {0, 5});
+  for (int i = 0; i < 10; ++i) flat[i].time_s = i;
+  EXPECT_EQ(mann_kendall(flat).z, 0);
+}
+
+}  // namespace
+}  // namespace leakscope::report
