@@ -77,7 +77,14 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
     WindowTrend window = trend_of(std::vector<SeriesPoint>(window_begin, points.end()), peak);
     if (window.growing && (!decided.growing || window.slope_per_s > decided.slope_per_s)) decided = window;
   }
-  judgement.growth_bytes_per_min = decided.slope_per_s * 60;
+  // A leak is still growing: over the last quarter (at least kLatelyPoints points) its floor,
+  // which never decreases, ends higher than it starts. A cache that filled up and a one-off growth
+  // that stopped are flat there.
+  size_t lately = std::max(points.size() / 4, kLatelyPoints);
+  std::vector<SeriesPoint> last_quarter = floor_of({points.end() - static_cast<long>(lately), points.end()});
+  bool growing_lately = last_quarter.back().value > last_quarter.front().value;
+  // Leaks report the rate of the window that grew; everything else its rate now.
+  judgement.growth_bytes_per_min = theil_sen_slope(last_quarter) * 60;
   judgement.mann_kendall_z = decided.z;
   judgement.relative_growth = decided.relative_growth;
   double samples_factor = clamp01(static_cast<double>(points.size()) / kFullConfidenceSamples);
@@ -87,8 +94,9 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
     return judgement;
   }
   bool still_live = live >= kMinLiveShareOfPeak * peak;
-  if (decided.growing && still_live && judgement.leak_entropy >= kMinLeakEntropy) {
+  if (decided.growing && growing_lately && still_live && judgement.leak_entropy >= kMinLeakEntropy) {
     judgement.verdict = Verdict::kLeak;
+    judgement.growth_bytes_per_min = decided.slope_per_s * 60;
     judgement.confidence = std::min({clamp01(decided.z / (2 * kTrendZ)), clamp01(judgement.leak_entropy / 0.6), samples_factor});
     judgement.reason = fmt::format("grows steadily (Mann-Kendall Z {:.1f}) and keeps bytes from across the run "
                                    "(leak entropy {:.2f})", decided.z, judgement.leak_entropy);
@@ -97,11 +105,12 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
   if (judgement.median_birth_fraction >= kRecentBirth) {
     judgement.verdict = Verdict::kCache;
     double recency = clamp01((judgement.median_birth_fraction - kRecentBirth) / (1 - kRecentBirth) + 0.5);
-    double bounded = decided.growing ? 0.5 : 1.0;
+    double bounded = decided.growing && growing_lately ? 0.5 : 1.0;
     judgement.confidence = std::min({recency, bounded, samples_factor});
     judgement.reason = fmt::format("live bytes are recent (half born after {:.0f}% of the run){}",
                                    judgement.median_birth_fraction * 100,
-                                   decided.growing ? ", still growing with few old births" : " and bounded");
+                                   decided.growing && growing_lately ? ", still growing with few old births"
+                                                                     : " and bounded");
     return judgement;
   }
   if (judgement.median_birth_fraction <= kOldBirth && std::fabs(whole.relative_growth) <= kMaxFlatGrowth) {
@@ -115,6 +124,8 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
   }
   if (decided.growing && !still_live) {
     judgement.reason = "grew, then most of it was freed";
+  } else if (decided.growing && !growing_lately) {
+    judgement.reason = "grew earlier in the run, flat over its last quarter";
   } else if (decided.growing) {
     judgement.reason = fmt::format("grows, but its live bytes were born in too few periods to call it a leak "
                                    "(leak entropy {:.2f})", judgement.leak_entropy);

@@ -38,6 +38,7 @@ constexpr double kRecentBirth = 0.5;
 constexpr double kOldBirth = 0.25;
 constexpr double kMaxFlatGrowth = 0.2;
 constexpr size_t kFullConfidenceSamples = 20;
+constexpr size_t kLatelyPoints = 3;
 
 struct SiteEvidence {
   std::vector<SeriesPoint> live_bytes;  // in time order, the last point being "now"
@@ -50,8 +51,8 @@ struct SiteJudgement {
   Verdict verdict = Verdict::kUnknown;
   double confidence = 0;
   double leak_entropy = 0;
-  double growth_bytes_per_min = 0;  // Theil–Sen of the floor, over the steepest growing window
-                                    // (the whole run if none grows)
+  double growth_bytes_per_min = 0;  // Theil–Sen of the floor: for a leak over the steepest
+                                    // growing window, otherwise over the last quarter (now)
   double mann_kendall_z = 0;
   double relative_growth = 0;        // growth over that window / peak live bytes
   double median_birth_fraction = 0;  // 0 = born at the start, 1 = born now

@@ -65,6 +65,14 @@ TEST(Verdict, BoundedLruCacheIsACache) {
   EXPECT_GT(j.median_birth_fraction, 0.9);
 }
 
+TEST(Verdict, CacheThatFilledDuringHalfTheRunIsACache) {
+  SiteJudgement j = judge(40, [](int e, std::deque<Block>& live) {
+    live.push_back({e, 4096});
+    while (live.size() > 18) live.pop_front();
+  });
+  EXPECT_EQ(j.verdict, Verdict::kCache) << j.reason;
+}
+
 TEST(Verdict, CacheThatNeverEvictsIsALeak) {
   SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) {
     for (int i = 0; i < 10; ++i) live.push_back({e, 4096});

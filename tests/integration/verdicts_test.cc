@@ -1,0 +1,172 @@
+// `leakscope report` on purpose-built programs: each behaviour gets its verdict.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "harness.h"
+
+namespace leakscope::testing {
+namespace {
+
+nlohmann::json report_of(const std::vector<std::string>& fixture_args, const std::string& interval) {
+  std::string file = scratch_dir() + "/run.lsc";
+  std::vector<std::string> args{"run", "-o", file, "--interval", interval, "--", fixture("behaviours")};
+  args.insert(args.end(), fixture_args.begin(), fixture_args.end());
+  Outcome run = leakscope(args);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  return nlohmann::json::parse(report.out);
+}
+
+// ctest runs each case in a process of its own; the cases of one ctest run share one run of the
+// fixture, cached under the ctest process's id.
+nlohmann::json shared_behaviours_report() {
+  std::string base = std::filesystem::temp_directory_path() / ("leakscope-behaviours-" + std::to_string(getppid()));
+  int lock = open((base + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+  flock(lock, LOCK_EX);
+  nlohmann::json document;
+  std::string cached = read_file(base + ".json");
+  if (!cached.empty()) {
+    document = nlohmann::json::parse(cached);
+  } else {
+    document = report_of({"4"}, "100ms");
+    std::ofstream(base + ".json") << document.dump();
+  }
+  flock(lock, LOCK_UN);
+  close(lock);
+  return document;
+}
+
+class Behaviours : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { document_ = new nlohmann::json(shared_behaviours_report()); }
+  static void TearDownTestSuite() { delete document_; }
+  static const nlohmann::json& document() { return *document_; }
+
+  static std::string verdict_at(const std::string& function) {
+    nlohmann::json site = site_at(document(), function);
+    return site.contains("verdict") ? site["verdict"].get<std::string>() : "missing";
+  }
+
+ private:
+  static nlohmann::json* document_;
+};
+
+nlohmann::json* Behaviours::document_ = nullptr;
+
+TEST_F(Behaviours, SteadyLeakIsALeak) { EXPECT_EQ(verdict_at("steady_leak"), "leak"); }
+TEST_F(Behaviours, LateStartingLeakIsALeak) { EXPECT_EQ(verdict_at("late_leak"), "leak"); }
+TEST_F(Behaviours, BoundedCacheIsACache) { EXPECT_EQ(verdict_at("cache_insert"), "cache"); }
+TEST_F(Behaviours, UnboundedCacheIsALeak) { EXPECT_EQ(verdict_at("unbounded_insert"), "leak"); }
+TEST_F(Behaviours, StartupWeightsAreStartup) { EXPECT_EQ(verdict_at("load_weights"), "startup"); }
+TEST_F(Behaviours, ChurnLeavesNothingLive) { EXPECT_TRUE(sites_at(document(), "churn").empty()); }
+
+TEST_F(Behaviours, LeakOnOneThreadIsALeakOwnedByThatThread) {
+  nlohmann::json site = site_at(document(), "leak_on_named_thread");
+  EXPECT_EQ(site["verdict"], "leak");
+  ASSERT_EQ(site["threads"].size(), 1u);
+  EXPECT_EQ(site["threads"][0]["name"], "leaky-worker");
+}
+
+TEST_F(Behaviours, LeakInOneTaskIsALeakOwnedByThatTask) {
+  nlohmann::json site = site_at(document(), "leak_in_task");
+  EXPECT_EQ(site["verdict"], "leak");
+  ASSERT_EQ(site["tasks"].size(), 1u);
+  EXPECT_EQ(site["tasks"][0]["name"], "ingest");
+}
+
+TEST_F(Behaviours, LeaksComeFirstRankedByGrowthWithTheirNumbers) {
+  const nlohmann::json& sites = document()["sites"];
+  ASSERT_FALSE(sites.empty());
+  EXPECT_EQ(sites[0]["verdict"], "leak");
+  double previous = 1e300;
+  bool in_leaks = true;
+  for (const auto& site : sites) {
+    if (site["verdict"] != "leak") {
+      in_leaks = false;
+      continue;
+    }
+    ASSERT_TRUE(in_leaks) << "a leak listed after a non-leak";
+    double growth = site["growth_bytes_per_min"];
+    EXPECT_LE(growth, previous);
+    previous = growth;
+    EXPECT_GT(site["leak_entropy"].get<double>(), 0.0);
+    EXPECT_GT(site["confidence"].get<double>(), 0.0);
+    EXPECT_TRUE(site.contains("first_seen_s"));
+  }
+  // steady_leak: 4 KiB per 20 ms = 12 MiB/min, give or take scheduling.
+  double steady = site_at(document(), "steady_leak")["growth_bytes_per_min"];
+  EXPECT_GT(steady, 8.0 * (1 << 20));
+  EXPECT_LT(steady, 13.0 * (1 << 20));
+}
+
+TEST_F(Behaviours, NoOtherSiteOfTheProgramIsCalledALeak) {
+  const std::vector<std::string> leaking = {"steady_leak", "late_leak", "unbounded_insert", "leak_on_named_thread",
+                                            "leak_in_task"};
+  for (const auto& site : document()["sites"]) {
+    if (site["verdict"] != "leak") continue;
+    std::string function = site["frames"][0]["function"].is_string() ? site["frames"][0]["function"].get<std::string>() : "?";
+    EXPECT_NE(std::find(leaking.begin(), leaking.end(), function), leaking.end()) << function << " called a leak";
+  }
+}
+
+TEST(SlowLeak, OneKibEveryFiftyMillisecondsAmidHeavyChurnIsALeak) {
+  nlohmann::json document = report_of({"slow", "15"}, "1s");
+  nlohmann::json site = site_at(document, "slow_leak");
+  EXPECT_EQ(site["verdict"], "leak") << site.dump(1);
+  EXPECT_TRUE(sites_at(document, "churn").empty());
+}
+
+TEST(ReportCli, TextReportNamesTheLeakAndFitsOneHundredColumns) {
+  std::string file = scratch_dir() + "/demo.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--interval", "250ms", "--", LEAKSCOPE_DEMO, "--seconds", "3"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  Outcome report = leakscope({"report", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  size_t leaks = report.out.find("Leak suspects: 1\n");
+  ASSERT_NE(leaks, std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("#1 leak", leaks), std::string::npos);
+  EXPECT_NE(report.out.find("at format_debug_trace", leaks), std::string::npos) << report.out;
+  size_t start = 0;
+  while (start < report.out.size()) {
+    size_t end = report.out.find('\n', start);
+    std::string line = report.out.substr(start, end - start);
+    size_t columns = 0;
+    for (unsigned char c : line) columns += (c & 0xc0) != 0x80;  // count UTF-8 characters
+    EXPECT_LE(columns, 100u) << line;
+    start = end + 1;
+  }
+  Outcome json = leakscope({"report", "--format", "json", file});
+  nlohmann::json document = nlohmann::json::parse(json.out);
+  EXPECT_EQ(document["sites"][0]["verdict"], "leak");
+  EXPECT_EQ(document["sites"][0]["frames"][0]["function"], "(anonymous namespace)::format_debug_trace((anonymous namespace)::Request const&, float)");
+  int leak_count = 0, cache_count = 0, startup_weights = 0;
+  for (const auto& site : document["sites"]) {
+    leak_count += site["verdict"] == "leak";
+    cache_count += site["verdict"] == "cache";
+    std::string function = site["frames"][0]["function"].is_string() ? site["frames"][0]["function"].get<std::string>() : "";
+    if (function.find("load_model_weights") != std::string::npos && site["live_bytes"] == 24 << 20) {
+      startup_weights += site["verdict"] == "startup";
+    }
+  }
+  EXPECT_EQ(leak_count, 1);
+  EXPECT_GE(cache_count, 1);
+  EXPECT_EQ(startup_weights, 1);
+}
+
+TEST(ReportCli, BadOptionsAndFilesAreOneLineErrors) {
+  Outcome missing = leakscope({"report", "/nonexistent.lsc"});
+  EXPECT_EQ(missing.exit_code, 3);
+  Outcome size = leakscope({"report", "--min-bytes", "lots", "/nonexistent.lsc"});
+  EXPECT_EQ(size.exit_code, 2);
+  EXPECT_NE(size.err.find("--min-bytes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace leakscope::testing
