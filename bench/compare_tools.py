@@ -95,6 +95,25 @@ def hook_costs(build):
     return lines
 
 
+def report_on_long_streams(build, rounds):
+    """Time and peak memory of `leakscope report` on generated hour-long and 1 GiB streams."""
+    generator = os.path.join(build, "bin", "make_long_stream")
+    leakscope = os.path.join(build, "bin", "leakscope")
+    scratch = tempfile.mkdtemp(prefix="leakscope-long-")
+    lines = ["| stream | size | report wall s (median, min-max) | report peak RSS |", "|---|---|---|---|"]
+    for name, sites in (("1 hour at 1 s snapshots, 2000 sites", "2000"), ("1 hour at 1 s snapshots, 50000 sites", "50000")):
+        path = os.path.join(scratch, "long.lsc")
+        subprocess.run([generator, path, "--snapshots", "3600", "--sites", sites], check=True, stdout=subprocess.DEVNULL)
+        runs = [run_once([leakscope, "report", path], dict(os.environ)) for _ in range(rounds)]
+        walls = [r[0] for r in runs]
+        size = os.path.getsize(path)
+        lines.append(f"| {name} | {size / 2**20:.0f} MiB | {statistics.median(walls):.2f} ({min(walls):.2f}-{max(walls):.2f}) | "
+                     f"{max(r[2] for r in runs) / 2**20:.0f} MiB |")
+        os.remove(path)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="build")
@@ -106,6 +125,8 @@ def main():
     print("\n".join(compare(options.build, options.rounds, options.quick)))
     print()
     print("\n".join(hook_costs(options.build)))
+    print()
+    print("\n".join(report_on_long_streams(options.build, 3 if not options.quick else 1)))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,6 @@
 #include "report/analysis.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -24,13 +23,12 @@ int verdict_rank(Verdict verdict) {
   return 3;
 }
 
-std::unordered_map<uint32_t, std::vector<LiveByBirth>> births_by_site(const RunState& state) {
-  std::unordered_map<uint32_t, std::vector<LiveByBirth>> births;
-  for (const auto& [key, count] : state.births()) {
-    uint32_t triple = static_cast<uint32_t>(key >> 32);
-    uint32_t epoch = static_cast<uint32_t>(key);
-    if (triple >= state.triples().size() || !state.triples()[triple].known) continue;
-    births[state.triples()[triple].site].push_back({static_cast<double>(state.epoch_start_ns(epoch)) / 1e9, count.bytes});
+std::vector<LiveByBirth> births_of(const RunState& state, uint32_t site) {
+  std::vector<LiveByBirth> births;
+  const std::vector<int64_t>& bins = state.sites()[site].births;
+  double bin_s = static_cast<double>(state.birth_bin_ns()) / 1e9;
+  for (size_t bin = 0; bin < bins.size(); ++bin) {
+    if (bins[bin] != 0) births.push_back({static_cast<double>(bin) * bin_s, bins[bin]});
   }
   return births;
 }
@@ -74,18 +72,22 @@ std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>&
 }
 
 RunAnalysis analyze_run(const std::string& path, uint32_t at) {
+  StreamReader reader(path);
+  return analyze_run(reader, at);
+}
+
+RunAnalysis analyze_run(StreamReader& reader, uint32_t at) {
   RunAnalysis analysis;
   SiteSeries series;
-  read_run(path, at, &analysis.state, [&series](const RunState& state) { series.observe(state); });
+  read_run(reader, at, &analysis.state, [&series](const RunState& state) { series.observe(state); });
   series.finish(analysis.state);
 
   const RunState& state = analysis.state;
   double now_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
-  auto births = births_by_site(state);
   for (SiteSummary& summary : summarize_live_sites(state)) {
     SiteEvidence evidence;
     evidence.live_bytes = series.site(summary.site);
-    evidence.births = std::move(births[summary.site]);
+    evidence.births = births_of(state, summary.site);
     evidence.now_s = now_s;
     evidence.epochs = state.snapshot_count();
     SiteReport report;

@@ -43,6 +43,7 @@ struct RunAnalysis {
 // analyze_run() reads `path` up to its `at`-th snapshot (1-based; 0 = the last). Throws
 // StreamError like load_run().
 RunAnalysis analyze_run(const std::string& path, uint32_t at = 0);
+RunAnalysis analyze_run(StreamReader& reader, uint32_t at = 0);
 
 // untracked_growth() judges process memory against tracked host memory (heap + mmap + brk).
 std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>& samples);

@@ -117,7 +117,8 @@ void RunState::apply_process(PayloadCursor& cursor) {
 
 void RunState::apply_snapshot(PayloadCursor& payload) {
   uint32_t epoch = last_snapshot_.epoch;
-  for (auto& triple : triples_) triple.last = EpochActivity{};
+  for (uint32_t id : active_triples_) triples_[id].last = EpochActivity{};
+  active_triples_.clear();
   while (!payload.done()) {
     uint64_t tag = payload.varint("section tag");
     PayloadCursor cursor = payload.section(payload.varint("section length"));
@@ -234,6 +235,7 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
           id += cursor.varint("triple id delta");
           if (id >= triples_.size() || !triples_[id].known) throw Malformed{"counters for undefined triple " + std::to_string(id)};
           Triple& triple = triples_[id];
+          active_triples_.push_back(static_cast<uint32_t>(id));
           triple.last.alloc_count = cursor.varint("alloc count");
           triple.last.alloc_bytes = cursor.varint("alloc bytes");
           triple.last.free_count = cursor.varint("free count");
@@ -256,11 +258,11 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
           uint64_t birth_epoch = cursor.u32("birth epoch");
           int64_t bytes = cursor.signed_varint("birth bytes");
           int64_t blocks = cursor.signed_varint("birth blocks");
-          uint64_t key = triple << 32 | birth_epoch;
-          BirthCount& count = births_[key];
-          count.bytes += bytes;
-          count.blocks += blocks;
-          if (count.bytes == 0 && count.blocks == 0) births_.erase(key);
+          (void)blocks;  // reports weigh births by bytes
+          if (triple >= triples_.size() || !triples_[triple].known) {
+            throw Malformed{"births for undefined triple " + std::to_string(triple)};
+          }
+          add_birth(triples_[triple].site, epoch_start_ns(static_cast<uint32_t>(birth_epoch)), bytes);
         }
         break;
       case SectionTag::kLifetimes:
@@ -280,6 +282,25 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
   ++snapshot_count_;
 }
 
+void RunState::add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes) {
+  while (birth_ns / birth_bin_ns_ >= kMaxBirthBins) {
+    for (Site& each : sites_) {
+      std::vector<int64_t>& bins = each.births;
+      for (size_t bin = 0; bin < bins.size(); ++bin) {
+        int64_t moved = bins[bin];
+        bins[bin] = 0;
+        bins[bin / 2] += moved;
+      }
+      bins.resize((bins.size() + 1) / 2);
+    }
+    birth_bin_ns_ *= 2;
+  }
+  std::vector<int64_t>& bins = sites_[site].births;
+  size_t bin = static_cast<size_t>(birth_ns / birth_bin_ns_);
+  if (bin >= bins.size()) bins.resize(bin + 1);
+  bins[bin] += bytes;
+}
+
 uint64_t RunState::epoch_start_ns(uint32_t epoch) const {
   if (epoch == 0) return 0;
   auto found = epoch_close_ns_.find(epoch - 1);
@@ -289,6 +310,12 @@ uint64_t RunState::epoch_start_ns(uint32_t epoch) const {
 void read_run(const std::string& path, uint32_t at, RunState* state,
               const std::function<void(const RunState&)>& on_snapshot) {
   StreamReader reader(path);
+  read_run(reader, at, state, on_snapshot);
+}
+
+void read_run(StreamReader& reader, uint32_t at, RunState* state,
+              const std::function<void(const RunState&)>& on_snapshot) {
+  const std::string& path = reader.path();
   Frame frame;
   while ((at == 0 || state->snapshot_count() < at) && reader.next(&frame)) {
     state->apply(frame, reader);

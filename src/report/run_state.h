@@ -94,6 +94,7 @@ struct Site {
   std::array<uint64_t, internal::kLifetimeBuckets> freed_bytes_by_lifetime{};
   int64_t live_bytes = 0;   // summed over the site's triples
   int64_t live_blocks = 0;
+  std::vector<int64_t> births;  // live bytes by birth time, one bin per RunState::birth_bin_ns()
   uint64_t first_seen_ns = 0;  // time of the snapshot that defined it
   bool known = false;
 };
@@ -112,10 +113,10 @@ struct Triple {
   int64_t live_blocks() const { return static_cast<int64_t>(alloc_count - free_count + split_count); }
 };
 
-struct BirthCount {
-  int64_t bytes = 0;
-  int64_t blocks = 0;
-};
+// Site::births holds at most this many birth bins per site; when a birth lands beyond them, every site's bins are
+// merged in pairs and the bin width doubles, so memory stays bounded by the number of sites.
+constexpr size_t kMaxBirthBins = 256;
+constexpr uint64_t kFirstBirthBinNs = 1000000;  // 1 ms
 
 class RunState {
  public:
@@ -133,8 +134,8 @@ class RunState {
   const std::vector<Task>& tasks() const { return tasks_; }
   const std::vector<Site>& sites() const { return sites_; }
   const std::vector<Triple>& triples() const { return triples_; }
-  // births() maps triple << 32 | birth epoch to what is live of it.
-  const std::unordered_map<uint64_t, BirthCount>& births() const { return births_; }
+  // Width of the bins of Site::births, from time 0.
+  uint64_t birth_bin_ns() const { return birth_bin_ns_; }
   // epoch_start_ns() is when epoch `epoch` began: the time of the snapshot that closed the
   // epoch before it, or 0 for the first epoch of the file and any epoch inherited from a parent.
   uint64_t epoch_start_ns(uint32_t epoch) const;
@@ -153,7 +154,10 @@ class RunState {
   std::vector<Task> tasks_{1};
   std::vector<Site> sites_{1};
   std::vector<Triple> triples_{1};
-  std::unordered_map<uint64_t, BirthCount> births_;
+  void add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes);
+
+  uint64_t birth_bin_ns_ = kFirstBirthBinNs;
+  std::vector<uint32_t> active_triples_;  // triples whose `last` the latest snapshot set
   std::unordered_map<uint32_t, uint64_t> epoch_close_ns_;
 };
 
@@ -161,6 +165,10 @@ class RunState {
 // on_snapshot(*state) after each snapshot. Throws StreamError. A torn last frame is reported on
 // stderr as a warning.
 void read_run(const std::string& path, uint32_t at, RunState* state,
+              const std::function<void(const RunState&)>& on_snapshot);
+
+// read_run() from a reader already open; the same contract.
+void read_run(StreamReader& reader, uint32_t at, RunState* state,
               const std::function<void(const RunState&)>& on_snapshot);
 
 // load_run() is read_run() into a fresh state.

@@ -12,6 +12,15 @@ using namespace leakscope::internal;
 StreamReader::StreamReader(std::string path) : path_(std::move(path)), file_(nullptr, fclose) {
   file_.reset(fopen(path_.c_str(), "rb"));
   if (!file_) throw StreamError(path_ + ": " + std::strerror(errno));
+  read_file_header();
+}
+
+StreamReader::StreamReader(std::string name, FILE* file) : path_(std::move(name)), file_(file, fclose) {
+  if (!file_) throw StreamError(path_ + ": cannot be read");
+  read_file_header();
+}
+
+void StreamReader::read_file_header() {
   uint8_t header[kFileHeaderSize];
   size_t got = fread(header, 1, sizeof(header), file_.get());
   if (got == 0) throw StreamError(path_ + ": empty file (the process wrote nothing; was it traced?)");

@@ -37,6 +37,9 @@ class StreamReader {
   // newer format version).
   explicit StreamReader(std::string path);
 
+  // Reads an already open stream (taking ownership of `file`); `name` is used in messages.
+  StreamReader(std::string name, FILE* file);
+
   // next() reads the following frame into *frame (valid until the next call). Returns false at
   // the end of the stream, including a torn last frame. Throws StreamError on a corrupt frame.
   bool next(Frame* frame);
@@ -49,6 +52,8 @@ class StreamReader {
   StreamError error(uint32_t index, uint64_t offset, const std::string& what) const;
 
  private:
+  void read_file_header();
+
   std::string path_;
   std::unique_ptr<FILE, int (*)(FILE*)> file_;
   std::vector<uint8_t> buffer_;

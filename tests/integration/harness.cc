@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,16 +49,18 @@ Outcome run_program(const std::vector<std::string>& argv, const std::map<std::st
   Outcome outcome;
   int status = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  while (waitpid(child, &status, WNOHANG) == 0) {
+  struct rusage usage = {};
+  while (wait4(child, &status, WNOHANG, &usage) == 0) {
     if (std::chrono::steady_clock::now() > deadline) {
       kill(child, SIGKILL);
-      waitpid(child, &status, 0);
+      wait4(child, &status, 0, &usage);
       ADD_FAILURE() << argv[0] << " did not finish within " << timeout_s << " s (deadlock?)";
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  outcome.max_rss_kib = usage.ru_maxrss;
   outcome.out = read_file(out_path);
   outcome.err = read_file(err_path);
   return outcome;

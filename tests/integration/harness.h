@@ -17,6 +17,7 @@ struct Outcome {
   int exit_code = -1;  // 128 + N when killed by signal N
   std::string out;
   std::string err;
+  long max_rss_kib = 0;  // peak resident memory of the program and its waited-for children
 };
 
 // run_program() runs argv with extra environment variables set (an empty value unsets one) and

@@ -170,3 +170,67 @@ TEST(ReportCli, BadOptionsAndFilesAreOneLineErrors) {
 
 }  // namespace
 }  // namespace leakscope::testing
+
+namespace leakscope::testing {
+namespace {
+
+TEST(DiffCli, SitesThatAppearedAndVanishedAreExact) {
+  std::string directory = scratch_dir();
+  ASSERT_EQ(leakscope({"run", "-o", directory + "/a.lsc", "--", fixture("alloc_patterns"), "malloc"}).exit_code, 0);
+  ASSERT_EQ(leakscope({"run", "-o", directory + "/b.lsc", "--", fixture("alloc_patterns"), "calloc"}).exit_code, 0);
+  Outcome outcome = leakscope({"diff", "--format", "json", directory + "/a.lsc", directory + "/b.lsc"});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  nlohmann::json document = nlohmann::json::parse(outcome.out);
+  nlohmann::json vanished = site_at(document, "leak_with_malloc");
+  EXPECT_EQ(vanished["status"], "vanished");
+  EXPECT_EQ(vanished["before_bytes"], 100000);
+  EXPECT_EQ(vanished["after_bytes"], 0);
+  EXPECT_EQ(vanished["delta_bytes"], -100000);
+  nlohmann::json appeared = site_at(document, "leak_with_calloc");
+  EXPECT_EQ(appeared["status"], "appeared");
+  EXPECT_EQ(appeared["after_bytes"], 50 * 770);
+  EXPECT_EQ(appeared["after_blocks"], 50);
+  EXPECT_TRUE(appeared["before_verdict"].is_null());
+  Outcome text = leakscope({"diff", directory + "/a.lsc", directory + "/b.lsc"});
+  EXPECT_NE(text.out.find("vanished"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("at leak_with_calloc"), std::string::npos) << text.out;
+  EXPECT_EQ(leakscope({"diff", directory + "/a.lsc", "/nonexistent.lsc"}).exit_code, 3);
+}
+
+}  // namespace
+}  // namespace leakscope::testing
+
+namespace leakscope::testing {
+namespace {
+
+// A stream as one hour at 1 s snapshots leaves: 3600 snapshots of 2000 sites (see
+// bench/make_long_stream.cc). Every leaking site must be called a leak and every cache a cache,
+// in bounded memory. (How fast is measured in bench/, not here.)
+TEST(LongStream, HourLongStreamIsJudgedInBoundedMemory) {
+  std::string file = scratch_dir() + "/hour.lsc";
+  Outcome made = run_program({LEAKSCOPE_MAKE_LONG_STREAM, file, "--snapshots", "3600", "--sites", "2000"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  Outcome report = leakscope({"report", "--format", "json", "--top", "100000", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_LT(report.max_rss_kib, 200 * 1024);
+  nlohmann::json document = nlohmann::json::parse(report.out);
+  EXPECT_EQ(document["snapshots"], 3600);
+  int leaks = 0, caches = 0;
+  for (const auto& site : document["sites"]) {
+    uint64_t address = std::stoull(site["frames"][0]["address"].get<std::string>(), nullptr, 16);
+    if (address < 0x30000000) {
+      EXPECT_EQ(site["verdict"], "leak") << site["frames"][0]["address"];
+      ++leaks;
+    } else if (address < 0x50000000) {
+      EXPECT_EQ(site["verdict"], "cache") << site["frames"][0]["address"];
+      ++caches;
+    } else {
+      ADD_FAILURE() << "a churning site is live: " << site["frames"][0]["address"];
+    }
+  }
+  EXPECT_NE(made.out.find("leaks=" + std::to_string(leaks) + " caches=" + std::to_string(caches)), std::string::npos)
+      << made.out;
+}
+
+}  // namespace
+}  // namespace leakscope::testing

@@ -8,70 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "core/checksum.h"
 #include "core/stream_format.h"
 #include "report/run_state.h"
+#include "support/stream_builder.h"
 
 namespace leakscope::report {
 namespace {
 
 using namespace leakscope::internal;
-
-class Bytes {
- public:
-  Bytes& varint(uint64_t value) {
-    uint8_t buffer[kMaxVarintSize];
-    bytes_.append(reinterpret_cast<char*>(buffer), varint_put(buffer, value) - buffer);
-    return *this;
-  }
-  Bytes& signed_varint(int64_t value) { return varint(zigzag_encode(value)); }
-  Bytes& blob(const std::string& text) {
-    varint(text.size());
-    bytes_ += text;
-    return *this;
-  }
-  Bytes& section(SectionTag tag, const Bytes& content) {
-    varint(static_cast<uint64_t>(tag));
-    varint(content.bytes_.size());
-    bytes_ += content.bytes_;
-    return *this;
-  }
-  const std::string& str() const { return bytes_; }
-
- private:
-  std::string bytes_;
-};
-
-std::string frame(FrameType type, const std::string& payload) {
-  uint8_t header[kFrameHeaderSize];
-  le32_put(header, kFrameMarker);
-  le32_put(header + 4, static_cast<uint32_t>(type));
-  le32_put(header + 8, static_cast<uint32_t>(payload.size()));
-  uint32_t crc = crc32c_extend(crc32c_extend(0, header + 4, 8), payload.data(), payload.size());
-  le32_put(header + 12, crc);
-  return std::string(reinterpret_cast<char*>(header), sizeof(header)) + payload;
-}
-
-std::string file_header() {
-  uint8_t header[kFileHeaderSize] = {};
-  memcpy(header, kFileMagic, sizeof(kFileMagic));
-  le32_put(header + 8, kFormatVersion);
-  return std::string(reinterpret_cast<char*>(header), sizeof(header));
-}
-
-std::string process_frame() {
-  Bytes process;
-  process.blob("0.1.0").varint(4242).varint(1).varint(0).blob("/usr/bin/app").varint(2).blob("app").blob("--x");
-  process.varint(1700000000000000000ull).varint(1000000000).varint(32).varint(4096).blob("depth=32").varint(0);
-  return frame(FrameType::kProcess, process.str());
-}
-
-Bytes info(uint32_t epoch, uint64_t time_ns, bool final) {
-  Bytes section;
-  section.varint(epoch).varint(time_ns).varint(0).varint(final ? 2 : 0).varint(0).varint(final ? 1 : 0);
-  for (int i = 0; i < 9; ++i) section.varint(4096 * (i + 1));
-  return section;
-}
+using namespace leakscope::testing;
 
 // Snapshot 1 defines one stack, thread, task, site and triple, and counts 10 allocs of 100
 // bytes; snapshot 2 frees 4 of them.
@@ -126,8 +71,9 @@ TEST(StreamReader, RebuildsTheExactStateOfEachSnapshot) {
   EXPECT_EQ(triple.live_blocks(), 6);
   EXPECT_EQ(triple.last.free_count, 4u);
   EXPECT_EQ(last.sites()[1].freed_bytes_by_lifetime[1], 400u);
-  ASSERT_EQ(last.births().size(), 1u);
-  EXPECT_EQ(last.births().at(uint64_t{1} << 32).bytes, 600);
+  // Born in epoch 0 (time 0): 1000 bytes, of which 400 were freed.
+  ASSERT_EQ(last.sites()[1].births.size(), 1u);
+  EXPECT_EQ(last.sites()[1].births[0], 600);
 }
 
 TEST(StreamReader, TornLastFrameIsIgnored) {

@@ -51,6 +51,15 @@ struct ReportCommandOptions {
 
 int report_command(const ReportCommandOptions& options);
 
+struct DiffOptions {
+  std::string before;
+  std::string after;
+  std::string format = "text";
+  size_t top = 20;
+};
+
+int diff_command(const DiffOptions& options);
+
 // parse_size() reads "512", "64KiB", "1MiB", "2G"...; false when malformed.
 bool parse_size(const std::string& text, int64_t* bytes);
 

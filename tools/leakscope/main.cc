@@ -77,6 +77,13 @@ int main(int argc, char** argv) {
   report_verb->add_option("--min-bytes", min_bytes, "Leave out sites with fewer live bytes (e.g. 64KiB)")->capture_default_str();
   report_verb->add_option("--at", report.at, "Judge at this snapshot, from 1 (default: the last)")->check(CLI::PositiveNumber);
 
+  DiffOptions diff;
+  CLI::App* diff_verb = app.add_subcommand("diff", "What changed between two runs, per site");
+  diff_verb->add_option("before", diff.before, "The earlier .lsc stream")->required();
+  diff_verb->add_option("after", diff.after, "The later .lsc stream")->required();
+  diff_verb->add_option("--format", diff.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  diff_verb->add_option("--top", diff.top, "Sites shown")->check(CLI::PositiveNumber)->capture_default_str();
+
   try {
     app.parse(own_argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -99,5 +106,6 @@ int main(int argc, char** argv) {
     if (!parse_size(min_bytes, &report.min_bytes)) return fail(kUsage, "--min-bytes: not a size: " + min_bytes);
     return report_command(report);
   }
+  if (diff_verb->parsed()) return diff_command(diff);
   return dump_command(dump);
 }

@@ -1,0 +1,142 @@
+#include "report/diff_format.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "report/site_format.h"
+#include "report/units.h"
+
+namespace leakscope::report {
+
+using internal::domain_name;
+
+namespace {
+
+struct Side {
+  int64_t bytes = 0, blocks = 0;
+  const SiteReport* largest = nullptr;
+};
+
+std::map<std::string, Side> by_signature(const AnalyzedRun& run) {
+  std::map<std::string, Side> sides;
+  for (const SiteReport& site : run.analysis.sites) {
+    Side& side = sides[site_signature(site.summary, run.symbolizer)];
+    side.bytes += site.summary.live_bytes;
+    side.blocks += site.summary.live_blocks;
+    if (side.largest == nullptr || site.summary.live_bytes > side.largest->summary.live_bytes) side.largest = &site;
+  }
+  return sides;
+}
+
+std::string verdict_or_dash(const std::optional<Verdict>& verdict) {
+  return verdict ? verdict_name(*verdict) : "-";
+}
+
+std::string run_line(const RunState& state) {
+  std::string domains;
+  auto totals = live_bytes_by_domain(state);
+  for (size_t d = 0; d < totals.size(); ++d) {
+    if (totals[d] != 0) domains += fmt::format(" · {} {}", domain_name(static_cast<Domain>(d)), format_bytes(totals[d]));
+  }
+  return fmt::format("{} (pid {}), {}, {} snapshots{}", state.process().exe, state.process().pid,
+                     format_seconds(state.last_snapshot().time_ns), state.snapshot_count(), domains);
+}
+
+}  // namespace
+
+std::vector<DiffRow> diff_rows(const AnalyzedRun& before, const AnalyzedRun& after) {
+  std::map<std::string, Side> old_sites = by_signature(before), new_sites = by_signature(after);
+  std::vector<DiffRow> rows;
+  auto add = [&rows](const Side* old_side, const Side* new_side) {
+    DiffRow row;
+    if (old_side != nullptr) {
+      row.before_bytes = old_side->bytes;
+      row.before_blocks = old_side->blocks;
+      row.before_verdict = old_side->largest->judgement.verdict;
+    }
+    if (new_side != nullptr) {
+      row.after_bytes = new_side->bytes;
+      row.after_blocks = new_side->blocks;
+      row.after_verdict = new_side->largest->judgement.verdict;
+    }
+    row.shown = new_side != nullptr ? new_side->largest : old_side->largest;
+    row.from_after = new_side != nullptr;
+    row.domain = row.shown->summary.domain;
+    if (old_side == nullptr) row.status = "appeared";
+    else if (new_side == nullptr) row.status = "vanished";
+    else if (row.after_bytes > row.before_bytes) row.status = "grew";
+    else if (row.after_bytes < row.before_bytes) row.status = "shrank";
+    else row.status = "unchanged";
+    rows.push_back(row);
+  };
+  for (const auto& [signature, side] : old_sites) {
+    auto match = new_sites.find(signature);
+    add(&side, match == new_sites.end() ? nullptr : &match->second);
+  }
+  for (const auto& [signature, side] : new_sites) {
+    if (old_sites.count(signature) == 0) add(nullptr, &side);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const DiffRow& a, const DiffRow& b) {
+    return std::llabs(a.after_bytes - a.before_bytes) > std::llabs(b.after_bytes - b.before_bytes);
+  });
+  return rows;
+}
+
+nlohmann::json diff_json(const AnalyzedRun& before, const AnalyzedRun& after, size_t top) {
+  nlohmann::json document;
+  document["version"] = 1;
+  document["before"] = run_header_json(before.analysis.state);
+  document["after"] = run_header_json(after.analysis.state);
+  nlohmann::json sites = nlohmann::json::array();
+  for (const DiffRow& row : diff_rows(before, after)) {
+    if (sites.size() >= top) break;
+    Symbolizer& symbolizer = row.from_after ? after.symbolizer : before.symbolizer;
+    nlohmann::json entry = site_json(row.shown->summary, symbolizer);
+    entry.erase("live_bytes");
+    entry.erase("live_blocks");
+    entry["status"] = row.status;
+    entry["before_bytes"] = row.before_bytes;
+    entry["after_bytes"] = row.after_bytes;
+    entry["delta_bytes"] = row.after_bytes - row.before_bytes;
+    entry["before_blocks"] = row.before_blocks;
+    entry["after_blocks"] = row.after_blocks;
+    entry["before_verdict"] = row.before_verdict ? nlohmann::json(verdict_name(*row.before_verdict)) : nlohmann::json();
+    entry["after_verdict"] = row.after_verdict ? nlohmann::json(verdict_name(*row.after_verdict)) : nlohmann::json();
+    entry["verdict_changed"] = row.before_verdict && row.after_verdict && *row.before_verdict != *row.after_verdict;
+    sites.push_back(std::move(entry));
+  }
+  document["sites"] = sites;
+  return document;
+}
+
+std::string diff_text(const AnalyzedRun& before, const AnalyzedRun& after, size_t top) {
+  std::string out;
+  out += fmt::format("before: {}\n", run_line(before.analysis.state));
+  out += fmt::format("after:  {}\n", run_line(after.analysis.state));
+  std::vector<DiffRow> rows = diff_rows(before, after);
+  size_t changed = 0, verdict_changes = 0;
+  for (const DiffRow& row : rows) {
+    changed += row.status != "unchanged";
+    verdict_changes += row.before_verdict && row.after_verdict && *row.before_verdict != *row.after_verdict;
+  }
+  out += fmt::format("\n{} site{} changed, {} changed verdict\n\n", changed, changed == 1 ? "" : "s", verdict_changes);
+  size_t shown = 0;
+  for (const DiffRow& row : rows) {
+    bool verdict_changed = row.before_verdict && row.after_verdict && *row.before_verdict != *row.after_verdict;
+    if ((row.status == "unchanged" && !verdict_changed) || shown++ >= top) continue;
+    Symbolizer& symbolizer = row.from_after ? after.symbolizer : before.symbolizer;
+    const auto& frames = symbolizer.stack(row.shown->summary.stack);
+    std::string verdicts = fmt::format("{} → {}", verdict_or_dash(row.before_verdict), verdict_or_dash(row.after_verdict));
+    std::string delta = format_bytes(row.after_bytes - row.before_bytes);
+    if (row.after_bytes > row.before_bytes) delta = "+" + delta;
+    out += fmt::format("{:>12}  {:<9} {:<4} {:<19} {} → {}\n", delta, row.status, domain_name(row.domain), verdicts,
+                       format_bytes(row.before_bytes), format_bytes(row.after_bytes));
+    if (!frames.empty()) out += fmt::format("              at {}\n", frame_text(frames[0], 84));
+  }
+  return out;
+}
+
+}  // namespace leakscope::report

@@ -1,0 +1,84 @@
+// File: stream_builder.h
+//
+// Builds .lsc streams byte by byte, for reader tests and the long-stream generator: the encodings
+// of docs/FORMAT.md, written independently of the runtime's writer so the two check each other.
+#ifndef LEAKSCOPE_TESTS_SUPPORT_STREAM_BUILDER_H_
+#define LEAKSCOPE_TESTS_SUPPORT_STREAM_BUILDER_H_
+
+#include <cstring>
+#include <string>
+
+#include "core/checksum.h"
+#include "core/stream_format.h"
+
+namespace leakscope::testing {
+
+class Bytes {
+ public:
+  Bytes& varint(uint64_t value) {
+    uint8_t buffer[internal::kMaxVarintSize];
+    bytes_.append(reinterpret_cast<char*>(buffer), internal::varint_put(buffer, value) - buffer);
+    return *this;
+  }
+  Bytes& signed_varint(int64_t value) { return varint(internal::zigzag_encode(value)); }
+  Bytes& blob(const std::string& text) {
+    varint(text.size());
+    bytes_ += text;
+    return *this;
+  }
+  Bytes& append(const Bytes& more) {
+    bytes_ += more.bytes_;
+    return *this;
+  }
+  // list() writes a list section: tag, length, element count, then the elements.
+  Bytes& list(internal::SectionTag tag, uint64_t count, const Bytes& elements) {
+    return section(tag, Bytes().varint(count).append(elements));
+  }
+  Bytes& section(internal::SectionTag tag, const Bytes& content) {
+    varint(static_cast<uint64_t>(tag));
+    varint(content.bytes_.size());
+    bytes_ += content.bytes_;
+    return *this;
+  }
+  const std::string& str() const { return bytes_; }
+  size_t size() const { return bytes_.size(); }
+
+ private:
+  std::string bytes_;
+};
+
+inline std::string frame(internal::FrameType type, const std::string& payload) {
+  uint8_t header[internal::kFrameHeaderSize];
+  internal::le32_put(header, internal::kFrameMarker);
+  internal::le32_put(header + 4, static_cast<uint32_t>(type));
+  internal::le32_put(header + 8, static_cast<uint32_t>(payload.size()));
+  uint32_t crc = internal::crc32c_extend(internal::crc32c_extend(0, header + 4, 8), payload.data(), payload.size());
+  internal::le32_put(header + 12, crc);
+  return std::string(reinterpret_cast<char*>(header), sizeof(header)) + payload;
+}
+
+inline std::string file_header() {
+  uint8_t header[internal::kFileHeaderSize] = {};
+  std::memcpy(header, internal::kFileMagic, sizeof(internal::kFileMagic));
+  internal::le32_put(header + 8, internal::kFormatVersion);
+  return std::string(reinterpret_cast<char*>(header), sizeof(header));
+}
+
+inline std::string process_frame(uint64_t pid = 4242, const std::string& exe = "/usr/bin/app") {
+  Bytes process;
+  process.blob("0.1.0").varint(pid).varint(1).varint(0).blob(exe).varint(2).blob("app").blob("--x");
+  process.varint(1700000000000000000ull).varint(1000000000).varint(32).varint(4096).blob("depth=32").varint(0);
+  return frame(internal::FrameType::kProcess, process.str());
+}
+
+// info() is an INFO section: epoch, time, and memory figures derived from `rss`.
+inline Bytes info(uint32_t epoch, uint64_t time_ns, bool final, uint64_t rss = 4096) {
+  Bytes section;
+  section.varint(epoch).varint(time_ns).varint(0).varint(final ? 2 : 0).varint(0).varint(final ? 1 : 0);
+  for (int i = 0; i < 9; ++i) section.varint(rss * (i + 1));
+  return section;
+}
+
+}  // namespace leakscope::testing
+
+#endif  // LEAKSCOPE_TESTS_SUPPORT_STREAM_BUILDER_H_
