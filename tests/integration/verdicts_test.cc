@@ -234,3 +234,62 @@ TEST(LongStream, HourLongStreamIsJudgedInBoundedMemory) {
 
 }  // namespace
 }  // namespace leakscope::testing
+
+namespace leakscope::testing {
+namespace {
+
+TEST(Residency, RssGrowthThatTrackingDoesNotExplainIsAFinding) {
+  nlohmann::json document = report_of({"untracked", "3"}, "100ms");
+  ASSERT_EQ(document["findings"].size(), 1u) << document["findings"].dump(1);
+  const nlohmann::json& finding = document["findings"][0];
+  EXPECT_EQ(finding["kind"], "untracked_growth");
+  // 256 KiB every 20 ms is 750 MiB/min; scheduling makes it somewhat less.
+  EXPECT_GT(finding["untracked_growth_bytes_per_min"].get<double>(), 300.0 * (1 << 20));
+  EXPECT_LT(finding["tracked_growth_bytes_per_min"].get<double>(), 1.0 * (1 << 20));
+  ASSERT_GE(document["residency"].size(), 20u);
+  EXPECT_GT(document["residency"].back()["rss_bytes"].get<double>(), document["residency"][0]["rss_bytes"].get<double>());
+}
+
+TEST(Residency, TrackedGrowthIsNotReportedAsUntracked) {
+  // The behaviours run grows by its leaks, all of them tracked.
+  EXPECT_TRUE(shared_behaviours_report()["findings"].empty());
+}
+
+// Copies a fixture elsewhere, runs the copy, then removes or replaces it before reading.
+std::string run_copy_of(const std::string& directory) {
+  std::string copy = directory + "/alloc_patterns_copy";
+  std::filesystem::copy_file(fixture("alloc_patterns"), copy);
+  std::filesystem::permissions(copy, std::filesystem::perms::owner_all);
+  Outcome run = leakscope({"run", "-o", directory + "/run.lsc", "--", copy, "malloc"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  return copy;
+}
+
+nlohmann::json site_in_copy(const nlohmann::json& document) {
+  for (const auto& site : document["sites"]) {
+    if (site["live_bytes"] == 100000 && site["live_blocks"] == 100) return site;
+  }
+  ADD_FAILURE() << "no site of 100 blocks of 1000 bytes";
+  return nlohmann::json::object({{"frames", nlohmann::json::array({nlohmann::json::object({{"module", ""}})})}});
+}
+
+TEST(Symbolization, ModuleWhoseFileIsGoneIsNamedMissing) {
+  std::string directory = scratch_dir();
+  std::string copy = run_copy_of(directory);
+  std::filesystem::remove(copy);
+  nlohmann::json site = site_in_copy(dump(directory + "/run.lsc"));
+  EXPECT_EQ(site["frames"][0]["module"], copy + " (missing)");
+  EXPECT_TRUE(site["frames"][0]["function"].is_null());
+}
+
+TEST(Symbolization, ModuleRebuiltSinceTheRunIsNamedChangedAndNotMisread) {
+  std::string directory = scratch_dir();
+  std::string copy = run_copy_of(directory);
+  std::filesystem::copy_file(fixture("attribution"), copy, std::filesystem::copy_options::overwrite_existing);
+  nlohmann::json site = site_in_copy(dump(directory + "/run.lsc"));
+  EXPECT_EQ(site["frames"][0]["module"], copy + " (changed since the run)");
+  EXPECT_TRUE(site["frames"][0]["function"].is_null());
+}
+
+}  // namespace
+}  // namespace leakscope::testing
