@@ -12,6 +12,7 @@ packages=(
   libjemalloc2         # integration test: jemalloc preloaded below leakscope
   heaptrack            # benchmark peer
   python3              # a real program in the integration tests; the benchmark runner
+  clang libclang-rt-14-dev  # the stream reader's libFuzzer target
 )
 
 missing=()

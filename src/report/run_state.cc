@@ -67,10 +67,12 @@ bool Module::contains(uint64_t address) const {
 
 namespace {
 
+// slot() returns the entry for `id`: ids are dense from 1, so a new id is the next one and a
+// known id is an update (threads are re-sent when they change). Anything else is corruption.
 template <typename T>
 T& slot(std::vector<T>& items, uint64_t id, const char* what) {
-  if (id == 0 || id > (1u << 26)) throw Malformed{std::string("bad ") + what + " id " + std::to_string(id)};
-  if (id >= items.size()) items.resize(id + 1);
+  if (id == 0 || id > items.size()) throw Malformed{std::string("bad ") + what + " id " + std::to_string(id)};
+  if (id == items.size()) items.emplace_back();
   return items[id];
 }
 

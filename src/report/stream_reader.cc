@@ -21,6 +21,10 @@ StreamReader::StreamReader(std::string name, FILE* file) : path_(std::move(name)
 }
 
 void StreamReader::read_file_header() {
+  if (fseek(file_.get(), 0, SEEK_END) == 0) {
+    file_size_ = ftell(file_.get());
+    rewind(file_.get());
+  }
   uint8_t header[kFileHeaderSize];
   size_t got = fread(header, 1, sizeof(header), file_.get());
   if (got == 0) throw StreamError(path_ + ": empty file (the process wrote nothing; was it traced?)");
@@ -56,6 +60,8 @@ bool StreamReader::next(Frame* frame) {
   uint32_t size = le32_get(header + 8);
   uint32_t checksum = le32_get(header + 12);
   if (size > kMaxFramePayload) throw error(index_, offset_, "frame length " + std::to_string(size) + " is implausible");
+  // Never allocate for bytes the file does not have: such a frame can only be torn.
+  if (file_size_ >= 0 && offset_ + sizeof(header) + size > static_cast<uint64_t>(file_size_)) return torn_here();
   buffer_.resize(size);
   if (fread(buffer_.data(), 1, size, file_.get()) < size) return torn_here();
   uint32_t computed = crc32c_extend(crc32c_extend(0, header + 4, 8), buffer_.data(), size);

@@ -58,6 +58,7 @@ class StreamReader {
   std::unique_ptr<FILE, int (*)(FILE*)> file_;
   std::vector<uint8_t> buffer_;
   uint64_t offset_ = 0;
+  int64_t file_size_ = -1;  // when the stream is seekable: frames claiming more are torn
   uint32_t index_ = 0;
   bool torn_ = false;
   uint64_t torn_offset_ = 0;
