@@ -51,6 +51,7 @@ nlohmann::json frame_json(const SymbolizedFrame& frame) {
   json["module"] = frame.module;
   json["address"] = fmt::format("{:#x}", frame.address);
   json["offset"] = fmt::format("{:#x}", frame.module_offset);
+  json["inlined"] = frame.inlined;
   return json;
 }
 
@@ -113,7 +114,7 @@ std::string frame_text(const SymbolizedFrame& frame, size_t width) {
   std::string where = frame.function.empty() ? fmt::format("{:#x}", frame.address) : frame.function;
   std::string file = frame.file.empty() ? "" : fmt::format(" ({}:{})", base_name(frame.file), frame.line);
   std::string module = frame.module.find(" (") == std::string::npos ? base_name(frame.module) : frame.module;
-  std::string tail = file + " [" + module + "]";
+  std::string tail = file + (frame.inlined ? " (inlined)" : " [" + module + "]");
   size_t room = width > tail.size() + 12 ? width - tail.size() : 12;
   return shorten(where, room) + tail;
 }

@@ -1,6 +1,8 @@
 #include "report/symbolizer.h"
 
 #include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
 #include <cstdlib>
@@ -26,6 +28,10 @@ const Dwfl_Callbacks kOfflineCallbacks = {
     nullptr,
 };
 
+// die_name() is the demangled linkage name of a subprogram or inlined-subroutine DIE (following
+// its abstract origin), or its plain name when it has none.
+std::string die_name(Dwarf_Die* die);
+
 std::string demangle(const char* name) {
   int status = 0;
   char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
@@ -35,10 +41,74 @@ std::string demangle(const char* name) {
   return result;
 }
 
+std::string die_name(Dwarf_Die* die) {
+  Dwarf_Attribute attribute;
+  for (int name : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
+    if (dwarf_attr_integrate(die, name, &attribute) != nullptr) {
+      if (const char* linkage = dwarf_formstring(&attribute)) return demangle(linkage);
+    }
+  }
+  const char* plain = dwarf_diename(die);
+  if (plain == nullptr && dwarf_attr_integrate(die, DW_AT_name, &attribute) != nullptr) plain = dwarf_formstring(&attribute);
+  return plain != nullptr ? plain : "";
+}
+
+// Inlined calls around `address`: outer frames with the call site of each inlined function.
+struct InlineChain {
+  std::vector<std::string> names;   // innermost first: the inlined functions, then their host
+  std::vector<std::string> files;   // call site of names[i] in names[i + 1]
+  std::vector<int> lines;
+};
+
+InlineChain inline_chain(Dwfl_Module* module, Dwarf_Addr address) {
+  InlineChain chain;
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* unit = dwfl_module_addrdie(module, address, &bias);
+  if (unit == nullptr) return chain;
+  Dwarf_Die* scopes = nullptr;
+  int count = dwarf_getscopes(unit, address - bias, &scopes);
+  if (count <= 0) return chain;
+  // dwarf_getscopes() stops at the innermost inlined instance; the DIEs that contain that
+  // instance (further inlined calls, then the host function) come from dwarf_getscopes_die().
+  Dwarf_Die* innermost = nullptr;
+  for (int i = 0; i < count && innermost == nullptr; ++i) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram) innermost = &scopes[i];
+  }
+  Dwarf_Die* containing = nullptr;
+  int depth = innermost != nullptr ? dwarf_getscopes_die(innermost, &containing) : 0;
+  Dwarf_Files* files = nullptr;
+  size_t file_count = 0;
+  dwarf_getsrcfiles(unit, &files, &file_count);
+  for (int i = 0; i < depth; ++i) {
+    int tag = dwarf_tag(&containing[i]);
+    if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
+    chain.names.push_back(die_name(&containing[i]));
+    if (tag == DW_TAG_subprogram) break;
+    Dwarf_Attribute attribute;
+    Dwarf_Word file = 0, line = 0;
+    const char* file_name = nullptr;
+    if (dwarf_formudata(dwarf_attr(&containing[i], DW_AT_call_file, &attribute), &file) == 0 && files != nullptr) {
+      file_name = dwarf_filesrc(files, file, nullptr, nullptr);
+    }
+    dwarf_formudata(dwarf_attr(&containing[i], DW_AT_call_line, &attribute), &line);
+    chain.files.push_back(file_name != nullptr ? file_name : "");
+    chain.lines.push_back(static_cast<int>(line));
+  }
+  free(containing);
+  free(scopes);
+  return chain;
+}
+
 }  // namespace
 
 bool is_allocator_entry(const std::string& function) {
-  return function.rfind("operator new", 0) == 0;
+  static const char* const kEntries[] = {"operator new", "std::__new_allocator<", "__gnu_cxx::new_allocator<",
+                                         "std::allocator_traits<", "std::allocator<"};
+  for (const char* entry : kEntries) {
+    if (function.rfind(entry, 0) == 0) return true;
+  }
+  return false;
 }
 
 Symbolizer::Symbolizer(const RunState& state) : state_(state), debug_(state.modules().size()) {}
@@ -87,35 +157,61 @@ Symbolizer::ModuleDebug& Symbolizer::debug_for(const Module& module) {
   return debug;
 }
 
-SymbolizedFrame Symbolizer::symbolize(uint64_t address, uint32_t epoch) {
+const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint32_t epoch) {
+  const Module* module = module_for(address, epoch);
+  uint64_t key = address ^ (static_cast<uint64_t>(module != nullptr ? module->id + 1 : 0) << 52);
+  if (auto found = frames_.find(key); found != frames_.end()) return found->second;
+  std::vector<SymbolizedFrame>& frames = frames_[key];
   SymbolizedFrame frame;
   frame.address = address;
-  const Module* module = module_for(address, epoch);
   if (module == nullptr) {
     frame.module = "[unknown]";
-    return frame;
+    frames.push_back(frame);
+    return frames;
   }
-  uint64_t key = address ^ (static_cast<uint64_t>(module->id) << 52);
-  if (auto found = frames_.find(key); found != frames_.end()) return found->second;
   frame.module_offset = address - module->base;
   ModuleDebug& debug = debug_for(*module);
   frame.module = debug.label;
-  if (debug.module != nullptr) {
-    // A return address points after the call; the call itself is one byte before.
-    Dwarf_Addr lookup = address - 1;
-    GElf_Off offset = 0;
-    GElf_Sym symbol;
-    const char* name = dwfl_module_addrinfo(debug.module, lookup, &offset, &symbol, nullptr, nullptr, nullptr);
-    if (name != nullptr) frame.function = demangle(name);
-    if (Dwfl_Line* line = dwfl_module_getsrc(debug.module, lookup)) {
-      int number = 0;
-      const char* file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr);
-      if (file != nullptr) frame.file = file;
-      frame.line = number;
+  if (debug.module == nullptr) {
+    frames.push_back(frame);
+    return frames;
+  }
+  // A return address points after the call; the call itself is one byte before.
+  Dwarf_Addr lookup = address - 1;
+  GElf_Off offset = 0;
+  GElf_Sym symbol;
+  if (const char* name = dwfl_module_addrinfo(debug.module, lookup, &offset, &symbol, nullptr, nullptr, nullptr)) {
+    frame.function = demangle(name);
+  }
+  if (Dwfl_Line* line = dwfl_module_getsrc(debug.module, lookup)) {
+    int number = 0;
+    const char* file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr);
+    if (file != nullptr) frame.file = file;
+    frame.line = number;
+  }
+  InlineChain chain = inline_chain(debug.module, lookup);
+  if (chain.names.size() <= 1) {
+    frames.push_back(frame);
+    return frames;
+  }
+  // The innermost function sits at the address's own line; each outer one at the call site of
+  // the function inlined into it. DWARF names the host function better than the nearest symbol.
+  std::string file = frame.file;
+  int line = frame.line;
+  for (size_t i = 0; i < chain.names.size(); ++i) {
+    SymbolizedFrame part = frame;
+    bool outermost = i + 1 == chain.names.size();
+    if (!chain.names[i].empty()) part.function = chain.names[i];
+    part.file = file;
+    part.line = line;
+    part.inlined = !outermost;
+    frames.push_back(part);
+    if (i < chain.files.size()) {
+      file = chain.files[i];
+      line = chain.lines[i];
     }
   }
-  frames_.emplace(key, frame);
-  return frame;
+  return frames;
 }
 
 const std::vector<SymbolizedFrame>& Symbolizer::stack(uint32_t id) {
@@ -123,7 +219,10 @@ const std::vector<SymbolizedFrame>& Symbolizer::stack(uint32_t id) {
   std::vector<SymbolizedFrame> frames;
   if (id < state_.stacks().size()) {
     const Stack& stack = state_.stacks()[id];
-    for (uint64_t address : stack.frames) frames.push_back(symbolize(address, stack.first_epoch));
+    for (uint64_t address : stack.frames) {
+      const std::vector<SymbolizedFrame>& expanded = symbolize(address, stack.first_epoch);
+      frames.insert(frames.end(), expanded.begin(), expanded.end());
+    }
   }
   size_t first = 0;
   while (first + 1 < frames.size() && is_allocator_entry(frames[first].function)) ++first;

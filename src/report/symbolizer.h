@@ -1,7 +1,8 @@
 // File: symbolizer.h
 //
 // Turns return addresses into function, file:line and module, offline, from the module map in the
-// stream: each module's file is opened with libdw at the load address it had in the traced
+// stream; an address inside inlined code becomes one frame per inlined function, innermost first,
+// each at its own file:line (DWARF inlined-subroutine scopes and their call sites): each module's file is opened with libdw at the load address it had in the traced
 // process, and its build-id is checked against the one recorded, so a module whose file is gone
 // or was rebuilt is named as such instead of misread. Each module is opened once and each address
 // resolved once.
@@ -25,6 +26,7 @@ struct SymbolizedFrame {
   std::string file;            // empty without debug info
   int line = 0;
   std::string module;          // module path, with " (missing)" or " (changed)" when unusable
+  bool inlined = false;        // inlined into the frame that follows it
 };
 
 class Symbolizer {
@@ -40,18 +42,19 @@ class Symbolizer {
 
  private:
   struct ModuleDebug;
-  SymbolizedFrame symbolize(uint64_t address, uint32_t epoch);
+  const std::vector<SymbolizedFrame>& symbolize(uint64_t address, uint32_t epoch);
   const Module* module_for(uint64_t address, uint32_t epoch) const;
   ModuleDebug& debug_for(const Module& module);
 
   const RunState& state_;
   std::vector<std::unique_ptr<ModuleDebug>> debug_;
-  std::unordered_map<uint64_t, SymbolizedFrame> frames_;  // by address (and module, see .cc)
+  std::unordered_map<uint64_t, std::vector<SymbolizedFrame>> frames_;  // by address and module
   std::unordered_map<uint32_t, std::vector<SymbolizedFrame>> stacks_;
 };
 
 // is_allocator_entry() tells whether a function is an allocation entry point that callers of
-// malloc see above the program (operator new, new[], their aligned and nothrow forms).
+// malloc see above the program: operator new in all its forms, and the standard allocator's
+// allocate() that wraps it (usually inlined into the container that called it).
 bool is_allocator_entry(const std::string& function);
 
 }  // namespace leakscope::report

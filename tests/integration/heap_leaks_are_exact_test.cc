@@ -72,6 +72,17 @@ TEST(HeapLeaksAreExact, SameLeakUnderJemallocPreloadedAfterLeakscope) {
   EXPECT_NE(run.stdout_text.find("live_delta=100000 "), std::string::npos) << run.stdout_text;
 }
 
+TEST(HeapLeaksAreExact, InlinedFunctionIsAFrameOfItsOwn) {
+  PatternRun run = run_pattern("inlined");
+  nlohmann::json site = site_at(run.dump, "make_inlined_block");
+  EXPECT_EQ(site["live_bytes"], 9 * 777);
+  EXPECT_EQ(site["frames"][0]["inlined"], true);
+  EXPECT_NE(site["frames"][0]["file"].get<std::string>().find("alloc_patterns.cc"), std::string::npos);
+  EXPECT_EQ(site["frames"][1]["function"], "keep_inlined_blocks");
+  EXPECT_EQ(site["frames"][1]["inlined"], false);
+  EXPECT_GT(site["frames"][1]["line"].get<int>(), site["frames"][0]["line"].get<int>());  // the call site
+}
+
 TEST(MappedMemoryIsTracked, PartialMunmapSplitsAndTrimsMappings) {
   PatternRun run = run_pattern("mmap");
   const int64_t page = 4096;
