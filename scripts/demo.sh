@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up, builds, runs the demo inference service under leakscope, and prints what leaks.
+# Sets up, builds, runs the demo inference service under leakscope, and reports what leaks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
