@@ -47,7 +47,6 @@ char g_output_path[kMaxPathLength];
 std::atomic<bool> g_disable_reported{false};
 
 int g_writer_wake = 0;  // futex word: becomes 1 to stop the writer thread
-bool g_writer_running = false;
 
 void report(const char* prefix, const char* text) {
   char line[2 * kMaxPathLength + 512];
@@ -219,9 +218,9 @@ void start_writer_thread() {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &previous);  // the program's signals never land on our thread
   pthread_t thread;
-  g_writer_running = pthread_create(&thread, nullptr, writer_main, nullptr) == 0;
+  bool started = pthread_create(&thread, nullptr, writer_main, nullptr) == 0;
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  if (g_writer_running) {
+  if (started) {
     pthread_detach(thread);
   } else {
     report("warning: ", "no writer thread; snapshots only at exit and on request");

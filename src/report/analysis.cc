@@ -92,7 +92,10 @@ RunAnalysis analyze_run(StreamReader& reader, uint32_t at) {
     evidence.epochs = state.snapshot_count();
     SiteReport report;
     report.judgement = judge_site(evidence);
-    report.first_seen_s = static_cast<double>(state.sites()[summary.site].first_seen_ns) / 1e9;
+    const Site& site = state.sites()[summary.site];
+    report.first_seen_s = static_cast<double>(site.first_seen_ns) / 1e9;
+    report.median_age_s = now_s * (1 - report.judgement.median_birth_fraction);
+    report.freed_bytes_by_lifetime = site.freed_bytes_by_lifetime;
     report.summary = std::move(summary);
     analysis.sites.push_back(std::move(report));
   }

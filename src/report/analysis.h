@@ -8,6 +8,7 @@
 #ifndef LEAKSCOPE_REPORT_ANALYSIS_H_
 #define LEAKSCOPE_REPORT_ANALYSIS_H_
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct SiteReport {
   SiteSummary summary;
   SiteJudgement judgement;
   double first_seen_s = 0;
+  double median_age_s = 0;  // half of the live bytes are at least this old
+  std::array<uint64_t, internal::kLifetimeBuckets> freed_bytes_by_lifetime{};
 };
 
 struct ResidencyFinding {

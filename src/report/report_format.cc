@@ -86,6 +86,8 @@ nlohmann::json site_analysis_json(const SiteReport& site, Symbolizer& symbolizer
   entry["leak_entropy"] = j.leak_entropy;
   entry["growth_bytes_per_min"] = j.growth_bytes_per_min;
   entry["first_seen_s"] = site.first_seen_s;
+  entry["median_age_s"] = site.median_age_s;
+  entry["freed_bytes_by_lifetime"] = site.freed_bytes_by_lifetime;
   entry["mann_kendall_z"] = j.mann_kendall_z;
   entry["relative_growth"] = j.relative_growth;
   entry["median_birth_fraction"] = j.median_birth_fraction;

@@ -259,8 +259,7 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
           uint64_t triple = cursor.u32("birth triple");
           uint64_t birth_epoch = cursor.u32("birth epoch");
           int64_t bytes = cursor.signed_varint("birth bytes");
-          int64_t blocks = cursor.signed_varint("birth blocks");
-          (void)blocks;  // reports weigh births by bytes
+          cursor.signed_varint("birth blocks");  // births are weighed by bytes
           if (triple >= triples_.size() || !triples_[triple].known) {
             throw Malformed{"births for undefined triple " + std::to_string(triple)};
           }
