@@ -508,20 +508,25 @@ void write_births(FrameBuilder& frame, uint32_t triples_end) {
   g_writer.births_previous.swap(g_writer.births_current);
 }
 
-void write_lifetimes(FrameBuilder& frame, uint32_t sites_end) {
+void write_lifetimes(FrameBuilder& frame, uint32_t sites_end, uint32_t triples_end) {
+  InternalArray<EmittedLifetimes> totals;  // per site, summed over its triples
+  totals.resize(sites_end);
+  for (uint32_t id = 1; id < triples_end; ++id) {
+    const TripleEntry* triple = triple_get(static_cast<TripleId>(id));
+    EmittedLifetimes& total = totals[triple->site->id];
+    for (int b = 0; b < kLifetimeBuckets; ++b) {
+      total.bytes[b] += triple->freed_bytes_by_lifetime[b].load(std::memory_order_relaxed);
+    }
+  }
   g_writer.lifetimes.resize(sites_end);
   InternalArray<uint32_t> changed;
   InternalArray<EmittedLifetimes> now;
   for (uint32_t id = 1; id < sites_end; ++id) {
-    const SiteEntry* site = site_get(static_cast<SiteId>(id));
-    EmittedLifetimes current;
-    for (int b = 0; b < kLifetimeBuckets; ++b) {
-      current.bytes[b] = site->freed_bytes_by_lifetime[b].load(std::memory_order_relaxed);
-    }
-    if (memcmp(&current, &g_writer.lifetimes[id], sizeof(current)) == 0) continue;
+    if (memcmp(&totals[id], &g_writer.lifetimes[id], sizeof(EmittedLifetimes)) == 0) continue;
     changed.push_back(id);
-    now.push_back(current);
+    now.push_back(totals[id]);
   }
+  totals.release();
   FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kLifetimes, changed.size());
   for (size_t i = 0; i < changed.size(); ++i) {
     EmittedLifetimes& before = g_writer.lifetimes[changed[i]];
@@ -643,7 +648,7 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   write_triples(frame, triples_end);
   write_counters(frame, triples_end);
   write_births(frame, triples_end);
-  write_lifetimes(frame, sites_end);
+  write_lifetimes(frame, sites_end, triples_end);
   if (!frame.finish()) return -ENOMEM;
   if (int error = ensure_output(); error != 0) return error;
   int error = sys::write_all(g_writer.fd, frame.data(), frame.size());

@@ -25,7 +25,6 @@ struct SiteEntry {
   uint32_t id;
   Domain domain;
   StackId stack;
-  std::atomic<uint64_t> freed_bytes_by_lifetime[kLifetimeBuckets];
 };
 
 struct TripleEntry {
@@ -40,6 +39,9 @@ struct TripleEntry {
   std::atomic<uint64_t> free_count;
   std::atomic<uint64_t> free_bytes;
   std::atomic<uint64_t> split_count;
+  // Kept per triple, not per site: a site is shared by every thread, a triple mostly written by
+  // one, so frees on different cores do not contend for one cache line. The writer sums per site.
+  std::atomic<uint64_t> freed_bytes_by_lifetime[kLifetimeBuckets];
 };
 
 bool triple_registry_init();
@@ -68,7 +70,7 @@ inline void triple_record_free(TripleEntry* triple, uint64_t bytes, Epoch birth,
   if (whole_block) triple->free_count.fetch_add(1, std::memory_order_relaxed);
   triple->free_bytes.fetch_add(bytes, std::memory_order_relaxed);
   uint32_t lifetime = raw(now) >= raw(birth) ? raw(now) - raw(birth) : 0;
-  triple->site->freed_bytes_by_lifetime[lifetime_bucket(lifetime)].fetch_add(bytes, std::memory_order_relaxed);
+  triple->freed_bytes_by_lifetime[lifetime_bucket(lifetime)].fetch_add(bytes, std::memory_order_relaxed);
 }
 
 inline void triple_record_alloc(TripleEntry* triple, uint64_t bytes) {
