@@ -33,6 +33,22 @@ std::vector<LiveByBirth> births_of(const RunState& state, uint32_t site) {
   return births;
 }
 
+OwnerReport owner_report(const std::vector<SeriesPoint>& points) {
+  OwnerReport owner;
+  if (points.empty()) return owner;
+  owner.live_bytes = static_cast<int64_t>(points.back().value);
+  std::vector<SeriesPoint> floor = live_floor(points);
+  owner.growth_bytes_per_min = theil_sen_slope(floor) * 60;
+  owner.mann_kendall_z = mann_kendall(floor).z;
+  owner.growing = owner.mann_kendall_z >= kTrendZ && owner.growth_bytes_per_min > 0;
+  return owner;
+}
+
+void sort_by_live_bytes(std::vector<OwnerReport>& owners) {
+  std::stable_sort(owners.begin(), owners.end(),
+                   [](const OwnerReport& a, const OwnerReport& b) { return a.live_bytes > b.live_bytes; });
+}
+
 }  // namespace
 
 bool is_host_domain(Domain domain) {
@@ -78,7 +94,7 @@ RunAnalysis analyze_run(const std::string& path, uint32_t at) {
 
 RunAnalysis analyze_run(StreamReader& reader, uint32_t at) {
   RunAnalysis analysis;
-  SiteSeries series;
+  LiveSeries series;
   read_run(reader, at, &analysis.state, [&series](const RunState& state) { series.observe(state); });
   series.finish(analysis.state);
 
@@ -105,6 +121,19 @@ RunAnalysis analyze_run(StreamReader& reader, uint32_t at) {
     if (rank_a == 0) return a.judgement.growth_bytes_per_min > b.judgement.growth_bytes_per_min;
     return a.summary.live_bytes > b.summary.live_bytes;
   });
+  for (const std::string& name : series.task_names()) {
+    OwnerReport owner = owner_report(series.task(name));
+    owner.name = name;
+    analysis.by_task.push_back(owner);
+  }
+  for (uint32_t thread : series.thread_indexes()) {
+    OwnerReport owner = owner_report(series.thread(thread));
+    owner.name = state.threads()[thread].name;
+    owner.tid = state.threads()[thread].tid;
+    analysis.by_thread.push_back(owner);
+  }
+  sort_by_live_bytes(analysis.by_task);
+  sort_by_live_bytes(analysis.by_thread);
   analysis.residency = series.process();
   analysis.findings = untracked_growth(analysis.residency);
   return analysis;

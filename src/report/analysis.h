@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "report/run_state.h"
-#include "report/site_series.h"
+#include "report/live_series.h"
 #include "report/site_summary.h"
 #include "report/verdict.h"
 
@@ -25,6 +25,16 @@ struct SiteReport {
   double first_seen_s = 0;
   double median_age_s = 0;  // half of the live bytes are at least this old
   std::array<uint64_t, internal::kLifetimeBuckets> freed_bytes_by_lifetime{};
+};
+
+// Live bytes and growth of everything one task name, or one thread, owns.
+struct OwnerReport {
+  std::string name;  // task name ("" = no task), or thread name
+  int64_t tid = 0;   // threads only
+  int64_t live_bytes = 0;
+  double growth_bytes_per_min = 0;  // Theil–Sen of the floor over the whole run
+  double mann_kendall_z = 0;
+  bool growing = false;  // Z ≥ kTrendZ and a positive slope
 };
 
 struct ResidencyFinding {
@@ -39,6 +49,8 @@ struct ResidencyFinding {
 struct RunAnalysis {
   RunState state;                      // at the analysed snapshot
   std::vector<SiteReport> sites;       // leaks by growth, then caches, startup, unknown by size
+  std::vector<OwnerReport> by_task;    // by live bytes, largest first
+  std::vector<OwnerReport> by_thread;
   std::vector<ProcessSample> residency;
   std::vector<ResidencyFinding> findings;
 };

@@ -119,6 +119,21 @@ nlohmann::json report_json(const RunAnalysis& analysis, Symbolizer& symbolizer, 
                          {"tracked_bytes", tracked}});
   }
   document["residency"] = residency;
+  auto owners_json = [](const std::vector<OwnerReport>& owners, bool threads) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const OwnerReport& owner : owners) {
+      nlohmann::json entry = {{"name", owner.name.empty() && !threads ? nlohmann::json() : nlohmann::json(owner.name)},
+                              {"live_bytes", owner.live_bytes},
+                              {"growth_bytes_per_min", owner.growth_bytes_per_min},
+                              {"mann_kendall_z", owner.mann_kendall_z},
+                              {"growing", owner.growing}};
+      if (threads) entry["tid"] = owner.tid;
+      list.push_back(entry);
+    }
+    return list;
+  };
+  document["by_task"] = owners_json(analysis.by_task, false);
+  document["by_thread"] = owners_json(analysis.by_thread, true);
   nlohmann::json sites = nlohmann::json::array();
   for (Verdict verdict : {Verdict::kLeak, Verdict::kCache, Verdict::kStartup, Verdict::kUnknown}) {
     size_t total = 0;
@@ -155,6 +170,18 @@ std::string report_text(const RunAnalysis& analysis, Symbolizer& symbolizer, con
     out += fmt::format("tracked  {}  {}\n", sparkline(tracked, kSparkWidth, scale), format_bytes(static_cast<int64_t>(tracked.back())));
   }
   for (const ResidencyFinding& finding : analysis.findings) out += "\n" + wrap("Residency: " + finding.text, "");
+  auto owner_line = [](const char* title, const std::vector<OwnerReport>& owners, const char* unnamed) {
+    std::string line;
+    size_t shown = 0;
+    for (const OwnerReport& owner : owners) {
+      if (owner.live_bytes <= 0 || shown++ == 6) continue;
+      line += fmt::format("{}{} {}{}", line.empty() ? "" : " · ", owner.name.empty() ? unnamed : owner.name,
+                          format_bytes(owner.live_bytes), owner.growing ? " (" + rate(owner.growth_bytes_per_min) + ")" : "");
+    }
+    return line.empty() ? std::string() : wrap(std::string(title) + line, "");
+  };
+  out += "\n" + owner_line("by task: ", analysis.by_task, "(no task)");
+  out += owner_line("by thread: ", analysis.by_thread, "?");
 
   size_t total = 0;
   auto leaks = section(analysis, Verdict::kLeak, options, &total);

@@ -6,6 +6,11 @@
 
 namespace leakscope::report {
 
+std::vector<SeriesPoint> live_floor(std::vector<SeriesPoint> points) {
+  for (size_t i = points.size(); i-- > 1;) points[i - 1].value = std::min(points[i - 1].value, points[i].value);
+  return points;
+}
+
 double theil_sen_slope(const std::vector<SeriesPoint>& points) {
   std::vector<double> slopes;
   slopes.reserve(points.size() * (points.size() - (points.empty() ? 0 : 1)) / 2);

@@ -11,7 +11,7 @@
 // and Z = (S − 1)/√Var for S > 0, (S + 1)/√Var for S < 0, 0 otherwise. Z ≥ 2.33 means a monotone
 // increase at one-sided p ≤ 0.01. A sawtooth or noise has S near 0 whatever its amplitude.
 //
-// Both are O(n²); series are kept at ≤ 128 points (site_series.h), so that is ≤ 8128 pairs.
+// Both are O(n²); series are kept at ≤ 128 points (live_series.h), so that is ≤ 8128 pairs.
 #ifndef LEAKSCOPE_REPORT_TREND_H_
 #define LEAKSCOPE_REPORT_TREND_H_
 
@@ -24,6 +24,11 @@ struct SeriesPoint {
   double time_s;
   double value;
 };
+
+// live_floor() is the suffix minimum of a series of live bytes: at each point, the least that
+// stays live from then on. A leak's floor rises with it; a sawtooth's or a working set's floor
+// stays at its lowest point, however high its peaks. It never decreases.
+std::vector<SeriesPoint> live_floor(std::vector<SeriesPoint> points);
 
 // theil_sen_slope() is the median pairwise slope (value per second); 0 for fewer than 2 points
 // or when all points share one time.

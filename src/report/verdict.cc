@@ -15,16 +15,9 @@ struct WindowTrend {
   bool growing = false;
 };
 
-// floor_of() is the suffix minimum: at each point, the least that stays live from then on. A
-// leak's floor rises with it; a sawtooth's or a working set's floor stays at its lowest point.
-std::vector<SeriesPoint> floor_of(std::vector<SeriesPoint> points) {
-  for (size_t i = points.size() - 1; i-- > 0;) points[i].value = std::min(points[i].value, points[i + 1].value);
-  return points;
-}
-
 WindowTrend trend_of(const std::vector<SeriesPoint>& points, double peak) {
   WindowTrend trend;
-  std::vector<SeriesPoint> floor = floor_of(points);
+  std::vector<SeriesPoint> floor = live_floor(points);
   trend.slope_per_s = theil_sen_slope(floor);
   trend.z = mann_kendall(floor).z;
   double span = points.back().time_s - points.front().time_s;
@@ -81,7 +74,7 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
   // which never decreases, ends higher than it starts. A cache that filled up and a one-off growth
   // that stopped are flat there.
   size_t lately = std::max(points.size() / 4, kLatelyPoints);
-  std::vector<SeriesPoint> last_quarter = floor_of({points.end() - static_cast<long>(lately), points.end()});
+  std::vector<SeriesPoint> last_quarter = live_floor({points.end() - static_cast<long>(lately), points.end()});
   bool growing_lately = last_quarter.back().value > last_quarter.front().value;
   // Leaks report the rate of the window that grew; everything else its rate now.
   judgement.growth_bytes_per_min = theil_sen_slope(last_quarter) * 60;

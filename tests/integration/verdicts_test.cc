@@ -81,6 +81,26 @@ TEST_F(Behaviours, LeakInOneTaskIsALeakOwnedByThatTask) {
   EXPECT_EQ(site["tasks"][0]["name"], "ingest");
 }
 
+TEST_F(Behaviours, GrowthIsAttributedToTheTaskAndTheThreadThatLeak) {
+  auto owner = [](const char* list, const std::string& name) {
+    for (const auto& entry : document()[list]) {
+      if (entry["name"].is_string() && entry["name"] == name) return entry;
+    }
+    return nlohmann::json();
+  };
+  nlohmann::json ingest = owner("by_task", "ingest");
+  ASSERT_FALSE(ingest.is_null());
+  EXPECT_TRUE(ingest["growing"].get<bool>());
+  EXPECT_GT(ingest["growth_bytes_per_min"].get<double>(), 1024.0 * 60 * 25);  // 1 KiB per 20 ms, give or take
+  nlohmann::json serve = owner("by_task", "serve");
+  EXPECT_TRUE(serve.is_null() || !serve["growing"].get<bool>());
+  nlohmann::json leaky = owner("by_thread", "leaky-worker");
+  ASSERT_FALSE(leaky.is_null());
+  EXPECT_TRUE(leaky["growing"].get<bool>());
+  nlohmann::json tidy = owner("by_thread", "tidy-worker");
+  EXPECT_TRUE(tidy.is_null() || !tidy["growing"].get<bool>());
+}
+
 TEST_F(Behaviours, LeaksComeFirstRankedByGrowthWithTheirNumbers) {
   const nlohmann::json& sites = document()["sites"];
   ASSERT_FALSE(sites.empty());

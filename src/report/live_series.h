@@ -1,0 +1,76 @@
+// File: live_series.h
+//
+// Live bytes over time, per site, per task name and per thread, and the process's memory, sampled
+// while a stream is read, in bounded memory: at most `max_points` samples are kept for the whole
+// run. Samples are taken every `stride` snapshots; when they would exceed the bound, every other one
+// is dropped and the stride doubles, so the kept samples stay evenly spread over the run however
+// long it is.
+#ifndef LEAKSCOPE_REPORT_LIVE_SERIES_H_
+#define LEAKSCOPE_REPORT_LIVE_SERIES_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "report/run_state.h"
+#include "report/trend.h"
+
+namespace leakscope::report {
+
+struct ProcessSample {
+  double time_s = 0;
+  uint64_t rss_bytes = 0, pss_bytes = 0, anon_bytes = 0, file_bytes = 0;
+  std::array<int64_t, internal::kDomainCount> tracked_bytes{};  // live bytes per domain
+};
+
+class LiveSeries {
+ public:
+  explicit LiveSeries(size_t max_points = 128) : max_points_(max_points) {}
+
+  // observe() is called after each snapshot is applied to `state`.
+  void observe(const RunState& state);
+
+  // finish() makes sure the latest snapshot is the last sample. Call once, after the last frame.
+  void finish(const RunState& state);
+
+  // Series of one site, task name ("" = no task) or thread index; empty if never live at a sample.
+  std::vector<SeriesPoint> site(uint32_t site) const;
+  std::vector<SeriesPoint> task(const std::string& name) const;
+  std::vector<SeriesPoint> thread(uint32_t thread) const;
+
+  // Task names and thread indexes that were live at some sample.
+  std::vector<std::string> task_names() const;
+  std::vector<uint32_t> thread_indexes() const;
+
+  const std::vector<ProcessSample>& process() const { return process_; }
+
+ private:
+  struct Track {
+    size_t first = 0;  // index in times_ of values[0]
+    std::vector<int64_t> values;
+  };
+
+  template <typename Map, typename Key>
+  void record(Map& tracks, const Key& key, int64_t value, size_t index);
+  template <typename Map, typename Key>
+  std::vector<SeriesPoint> points(const Map& tracks, const Key& key) const;
+  void sample(const RunState& state);
+  void halve();
+
+  size_t max_points_;
+  uint64_t observed_ = 0;
+  uint64_t stride_ = 1;
+  uint64_t last_sampled_ = ~0ull;  // observe() count at the last sample
+  std::vector<double> times_;
+  std::vector<ProcessSample> process_;
+  std::unordered_map<uint32_t, Track> sites_;
+  std::map<std::string, Track> tasks_;
+  std::unordered_map<uint32_t, Track> threads_;
+};
+
+}  // namespace leakscope::report
+
+#endif  // LEAKSCOPE_REPORT_LIVE_SERIES_H_
