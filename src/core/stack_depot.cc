@@ -9,10 +9,12 @@ namespace {
 
 constinit InternTable<StackEntry> g_stacks;
 
+// One multiply-add per frame keeps the dependency chain short on the hot path; the finalizer
+// then spreads the result over the bucket bits. Equal hashes are still compared frame by frame.
 uint64_t hash_frames(const uintptr_t* frames, int depth) {
   uint64_t hash = static_cast<uint64_t>(depth);
-  for (int i = 0; i < depth; ++i) hash = hash_mix(hash ^ frames[i]);
-  return hash;
+  for (int i = 0; i < depth; ++i) hash = (hash ^ frames[i]) * 0x9e3779b97f4a7c15ull;
+  return hash_mix(hash);
 }
 
 }  // namespace
