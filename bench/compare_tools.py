@@ -35,7 +35,9 @@ def run_once(argv, env):
 def tools(build, scratch):
     leakscope = os.path.join(build, "bin", "leakscope")
     found = [("uninstrumented", lambda argv: argv),
-             ("leakscope exact", lambda argv: [leakscope, "run", "-o", os.path.join(scratch, "run.lsc"), "--"] + argv)]
+             ("leakscope exact", lambda argv: [leakscope, "run", "-o", os.path.join(scratch, "run.lsc"), "--"] + argv),
+             ("leakscope sampled 512KiB", lambda argv: [leakscope, "run", "--option", "sample=512KiB", "-o",
+                                                        os.path.join(scratch, "run.lsc"), "--"] + argv)]
     if shutil.which("heaptrack"):
         found.append(("heaptrack", lambda argv: ["heaptrack", "-o", os.path.join(scratch, "heaptrack")] + argv))
     return found

@@ -31,6 +31,8 @@ bool parse_duration(const char* text, size_t length, OptionDuration* out) {
   return parse_duration_ns(text, length, out);
 }
 
+bool parse_size(const char* text, size_t length, OptionSize* out) { return parse_size_bytes(text, length, out); }
+
 bool parse_path(const char* text, size_t length, OptionPath* out) {
   if (length == 0 || length >= kMaxPathLength) return false;
   memcpy(out->text, text, length);
@@ -43,6 +45,7 @@ constexpr const char* kExpected_bool = "0 or 1";
 constexpr const char* kExpected_count = "a whole number";
 constexpr const char* kExpected_duration = "a duration such as 500ms or 2s";
 constexpr const char* kExpected_path = "a non-empty path";
+constexpr const char* kExpected_size = "a size such as 0, 4096, 512KiB or 1MiB";
 
 size_t format_bool(OptionBool value, char* out, size_t size) {
   return static_cast<size_t>(snprintf(out, size, "%d", value ? 1 : 0));
@@ -64,6 +67,19 @@ size_t format_duration(OptionDuration value, char* out, size_t size) {
   }
   return static_cast<size_t>(snprintf(out, size, "0s"));
 }
+size_t format_size(OptionSize value, char* out, size_t size) {
+  static const struct {
+    const char* unit;
+    uint64_t bytes;
+  } kUnits[] = {{"GiB", 1ull << 30}, {"MiB", 1ull << 20}, {"KiB", 1ull << 10}};
+  for (const auto& unit : kUnits) {
+    if (value != 0 && value % unit.bytes == 0) {
+      return static_cast<size_t>(snprintf(out, size, "%llu%s", static_cast<unsigned long long>(value / unit.bytes), unit.unit));
+    }
+  }
+  return static_cast<size_t>(snprintf(out, size, "%llu", static_cast<unsigned long long>(value)));
+}
+
 size_t format_path(const OptionPath& value, char* out, size_t size) {
   return static_cast<size_t>(snprintf(out, size, "%s", value.text));
 }
@@ -82,6 +98,26 @@ bool validate(const Options& options, char* error, size_t error_size) {
 }
 
 }  // namespace
+
+bool parse_size_bytes(const char* text, size_t length, uint64_t* out) {
+  size_t i = 0;
+  uint64_t value = 0;
+  while (i < length && text[i] >= '0' && text[i] <= '9') {
+    if (value > (1ull << 40)) return false;
+    value = value * 10 + static_cast<uint64_t>(text[i++] - '0');
+  }
+  if (i == 0) return false;
+  const char* unit = text + i;
+  size_t unit_length = length - i;
+  uint64_t scale;
+  if (unit_length == 0 || (unit_length == 1 && unit[0] == 'B')) scale = 1;
+  else if (unit_length == 3 && memcmp(unit, "KiB", 3) == 0) scale = 1ull << 10;
+  else if (unit_length == 3 && memcmp(unit, "MiB", 3) == 0) scale = 1ull << 20;
+  else if (unit_length == 3 && memcmp(unit, "GiB", 3) == 0) scale = 1ull << 30;
+  else return false;
+  *out = value * scale;
+  return true;
+}
 
 bool parse_duration_ns(const char* text, size_t length, uint64_t* out) {
   size_t i = 0;

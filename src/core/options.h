@@ -17,6 +17,7 @@ constexpr size_t kMaxPathLength = 4096;
 using OptionBool = bool;
 using OptionCount = int64_t;
 using OptionDuration = uint64_t;  // nanoseconds
+using OptionSize = uint64_t;      // bytes
 struct OptionPath {
   char text[kMaxPathLength];
 };
@@ -25,6 +26,7 @@ struct Options {
 #define LS_OPTION_STORAGE_bool OptionBool
 #define LS_OPTION_STORAGE_count OptionCount
 #define LS_OPTION_STORAGE_duration OptionDuration
+#define LS_OPTION_STORAGE_size OptionSize
 #define LS_OPTION_STORAGE_path OptionPath
 #define LS_OPTION(type, name, default_text, doc) LS_OPTION_STORAGE_##type name;
 #include "core/options.inc"
@@ -45,6 +47,9 @@ size_t options_format(const Options& options, char* out, size_t size);
 
 // options_help_text() is the help=1 text: one line per option with its default and meaning.
 const char* options_help_text();
+
+// parse_size_bytes() reads "0", "4096", "512KiB", "1MiB", "1GiB". Returns false on malformed text.
+bool parse_size_bytes(const char* text, size_t length, uint64_t* out);
 
 // parse_duration_ns() reads "250ms", "1s", "1.5m"... Returns false on malformed text.
 bool parse_duration_ns(const char* text, size_t length, uint64_t* out);

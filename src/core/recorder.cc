@@ -2,6 +2,7 @@
 
 #include "core/epoch.h"
 #include "core/interval_map.h"
+#include "core/sampler.h"
 #include "core/stack_capture.h"
 #include "core/stack_depot.h"
 #include "core/thread_registry.h"
@@ -42,14 +43,37 @@ TripleEntry* current_triple(Domain domain) {
 
 void count_freed(const AllocRecord& record, Epoch now) {
   TripleEntry* triple = triple_get_mutable(record.triple);
-  if (triple != nullptr) triple_record_free(triple, record.size, record.birth, now, true);
+  if (triple == nullptr) return;
+  SampleWeight weight = sample_weight(record.size);
+  triple_record_free(triple, weight.bytes, weight.blocks, record.birth, now);
+}
+
+// take_record() removes a heap block's record; in sampled mode most blocks have none, and the
+// filter says so without touching the table.
+bool take_record(void* pointer, AllocRecord* taken) {
+  uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
+  bool sampling = sampler_enabled();
+  if (sampling && !sampler_filter_may_contain(address)) return false;
+  if (!alloc_table_remove(address, taken)) return false;
+  if (sampling) sampler_filter_remove(address);
+  return true;
+}
+
+void put_record(const AllocRecord& record) {
+  if (sampler_enabled()) sampler_filter_add(record.pointer);
+  AllocRecord replaced;
+  // A block already at this address was freed by a path we do not see; count it freed now.
+  if (alloc_table_insert(record, &replaced)) {
+    if (sampler_enabled()) sampler_filter_remove(replaced.pointer);
+    count_freed(replaced, epoch_current());
+  }
 }
 
 void count_cut(const IntervalCut& cut, void* context) {
   TripleEntry* triple = triple_get_mutable(cut.removed.triple);
   if (triple == nullptr) return;
   Epoch now = *static_cast<const Epoch*>(context);
-  triple_record_free(triple, cut.removed.end - cut.removed.begin, cut.removed.birth, now, cut.whole_block);
+  triple_record_free(triple, cut.removed.end - cut.removed.begin, cut.whole_block ? 1 : 0, cut.removed.birth, now);
   if (cut.split) triple->split_count.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -87,37 +111,33 @@ void recorder_restore_range(const TakenRange& taken) {
 void recorder_set_depth(int depth) { g_depth = depth < 1 ? 1 : depth > kMaxStackDepth ? kMaxStackDepth : depth; }
 
 void recorder_alloc(Domain domain, void* pointer, size_t size) {
+  if (sampler_enabled()) {
+    ThreadState* thread = thread_current();
+    if (thread == nullptr || !sampler_take(thread, size)) return;
+  }
   TripleEntry* triple = current_triple(domain);
   if (triple == nullptr) return;
-  triple_record_alloc(triple, size);
-  Epoch now = epoch_current();
-  AllocRecord record{reinterpret_cast<uintptr_t>(pointer), size, static_cast<TripleId>(triple->id), now};
-  AllocRecord replaced;
-  // A block already at this address was freed by a path we do not see; count it freed now.
-  if (alloc_table_insert(record, &replaced)) count_freed(replaced, now);
+  SampleWeight weight = sample_weight(size);
+  triple_record_alloc(triple, weight.bytes, weight.blocks);
+  put_record(AllocRecord{reinterpret_cast<uintptr_t>(pointer), size, static_cast<TripleId>(triple->id), epoch_current()});
 }
 
 void recorder_free(void* pointer) {
   AllocRecord removed;
-  if (alloc_table_remove(reinterpret_cast<uintptr_t>(pointer), &removed)) count_freed(removed, epoch_current());
+  if (take_record(pointer, &removed)) count_freed(removed, epoch_current());
 }
 
-bool recorder_take(void* pointer, AllocRecord* taken) {
-  return alloc_table_remove(reinterpret_cast<uintptr_t>(pointer), taken);
-}
+bool recorder_take(void* pointer, AllocRecord* taken) { return take_record(pointer, taken); }
 
 void recorder_count_freed(const AllocRecord& taken) { count_freed(taken, epoch_current()); }
 
-void recorder_restore(const AllocRecord& taken) {
-  AllocRecord replaced;
-  if (alloc_table_insert(taken, &replaced)) count_freed(replaced, epoch_current());
-}
+void recorder_restore(const AllocRecord& taken) { put_record(taken); }
 
 void recorder_map(Domain domain, uintptr_t begin, size_t length) {
   recorder_unmap(begin, length);
   TripleEntry* triple = current_triple(domain);
   if (triple == nullptr) return;
-  triple_record_alloc(triple, length);
+  triple_record_alloc(triple, length, 1);  // mappings are few: always recorded, never sampled
   interval_map_insert(Interval{begin, begin + length, static_cast<TripleId>(triple->id), epoch_current()});
 }
 

@@ -16,6 +16,7 @@
 #include "core/interval_map.h"
 #include "core/module_map.h"
 #include "core/recorder.h"
+#include "core/sampler.h"
 #include "core/snapshot_writer.h"
 #include "core/spin_lock.h"
 #include "core/stack_capture.h"
@@ -350,6 +351,7 @@ void runtime_init() {
     g_runtime_state.store(kDisabled, std::memory_order_release);
   } else if (ok && init_tables(error, sizeof(error))) {
     recorder_set_depth(static_cast<int>(g_options.depth));
+    sampler_set_interval(g_options.sample);
     stack_capture_init();
     module_map_refresh(epoch_current(), true);
     g_runtime_state.store(kActive, std::memory_order_release);

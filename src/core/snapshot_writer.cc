@@ -12,6 +12,7 @@
 #include "core/interval_map.h"
 #include "core/module_map.h"
 #include "core/proc_stats.h"
+#include "core/sampler.h"
 #include "core/stack_depot.h"
 #include "core/sys.h"
 #include "core/task_registry.h"
@@ -245,7 +246,9 @@ void scan_heap(const AllocRecord* records, uint32_t capacity, void* data) {
   for (uint32_t i = 0; i < capacity; ++i) {
     const AllocRecord& record = records[i];
     if (record.pointer == 0 || raw(record.triple) >= scan->triples_end) continue;
-    if (!g_writer.births_current.add(birth_key(record.triple, record.birth), static_cast<int64_t>(record.size), 1)) {
+    SampleWeight weight = sample_weight(record.size);
+    if (!g_writer.births_current.add(birth_key(record.triple, record.birth), static_cast<int64_t>(weight.bytes),
+                                     static_cast<int64_t>(weight.blocks))) {
       g_writer.births_incomplete = true;
     }
   }

@@ -35,6 +35,10 @@ struct ThreadState {
   int task_depth;  // may exceed kMaxTaskDepth; deeper tasks are counted, not stored
   TaskId tasks[kMaxTaskDepth];
   TripleCacheSlot triple_cache[kTripleCacheSlots];
+  // Sampled mode (sampler.h): bytes left before the next recorded allocation, and the generator.
+  bool sampling_started;
+  int64_t bytes_until_sample;
+  uint64_t random_state;
 };
 
 // What the registry publishes about a thread for the snapshot writer.

@@ -63,18 +63,18 @@ inline int lifetime_bucket(uint32_t epochs) {
   return bucket < kLifetimeBuckets ? bucket : kLifetimeBuckets - 1;
 }
 
-// triple_record_free() counts `bytes` of a block born in `birth` as freed in `now`; whole_block
-// says the block ended (a partial unmap passes false). Thread-safe, lock-free, signal-safe.
-inline void triple_record_free(TripleEntry* triple, uint64_t bytes, Epoch birth, Epoch now,
-                               bool whole_block) {
-  if (whole_block) triple->free_count.fetch_add(1, std::memory_order_relaxed);
+// triple_record_free() counts `bytes` of `blocks` blocks born in `birth` as freed in `now`
+// (blocks is 0 for a partial unmap, which ends no block; more than 1 for a sampled block, which
+// stands for several). Thread-safe, lock-free, signal-safe.
+inline void triple_record_free(TripleEntry* triple, uint64_t bytes, uint64_t blocks, Epoch birth, Epoch now) {
+  if (blocks != 0) triple->free_count.fetch_add(blocks, std::memory_order_relaxed);
   triple->free_bytes.fetch_add(bytes, std::memory_order_relaxed);
   uint32_t lifetime = raw(now) >= raw(birth) ? raw(now) - raw(birth) : 0;
   triple->freed_bytes_by_lifetime[lifetime_bucket(lifetime)].fetch_add(bytes, std::memory_order_relaxed);
 }
 
-inline void triple_record_alloc(TripleEntry* triple, uint64_t bytes) {
-  triple->alloc_count.fetch_add(1, std::memory_order_relaxed);
+inline void triple_record_alloc(TripleEntry* triple, uint64_t bytes, uint64_t blocks) {
+  triple->alloc_count.fetch_add(blocks, std::memory_order_relaxed);
   triple->alloc_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 

@@ -33,6 +33,10 @@ std::string dump_text(const RunState& state, Symbolizer& symbolizer, int max_fra
     domains += fmt::format("{}{} {}", domains.empty() ? "" : ", ", domain_name(static_cast<Domain>(d)), format_bytes(totals[d]));
   }
   out += fmt::format("live: {}\n", domains.empty() ? "nothing" : domains);
+  if (state.process().sample_interval != 0) {
+    out += fmt::format("sampled: one allocation per {} on average; heap bytes and blocks are estimates\n",
+                       format_bytes(static_cast<int64_t>(state.process().sample_interval)));
+  }
   int rank = 0;
   for (const SiteSummary& site : summarize_live_sites(state)) {
     out += fmt::format("\n#{} {} {} in {} block{}\n", ++rank, domain_name(site.domain), format_bytes(site.live_bytes),

@@ -158,6 +158,10 @@ std::string report_text(const RunAnalysis& analysis, Symbolizer& symbolizer, con
   }
   out += fmt::format("live: {} (leakscope's own memory {})\n", domains.empty() ? "nothing" : domains,
                      format_bytes(static_cast<int64_t>(last.overhead_bytes)));
+  if (state.process().sample_interval != 0) {
+    out += fmt::format("sampled: one allocation per {} on average; heap bytes and blocks are estimates\n",
+                       format_bytes(static_cast<int64_t>(state.process().sample_interval)));
+  }
 
   std::vector<double> rss, tracked;
   for (const ProcessSample& sample : analysis.residency) {

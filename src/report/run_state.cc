@@ -1,5 +1,7 @@
 #include "report/run_state.h"
 
+#include "core/options.h"
+
 #include <cstdio>
 
 namespace leakscope::report {
@@ -114,6 +116,15 @@ void RunState::apply_process(PayloadCursor& cursor) {
   process_.page_size = cursor.varint("page size");
   process_.options = cursor.blob("options");
   process_.first_epoch = cursor.u32("first epoch");
+  for (size_t at = 0; at < process_.options.size();) {
+    size_t end = process_.options.find(',', at);
+    if (end == std::string::npos) end = process_.options.size();
+    std::string option = process_.options.substr(at, end - at);
+    if (option.rfind("sample=", 0) == 0 && !parse_size_bytes(option.c_str() + 7, option.size() - 7, &process_.sample_interval)) {
+      throw Malformed{"bad sample option '" + option + "'"};
+    }
+    at = end + 1;
+  }
   has_process_ = true;
 }
 

@@ -35,6 +35,7 @@ struct ProcessInfo {
   uint64_t page_size = 0;
   std::string options;
   uint32_t first_epoch = 0;
+  uint64_t sample_interval = 0;  // from options: 0 = exact, else figures are estimates
 };
 
 struct SnapshotInfo {

@@ -32,6 +32,7 @@ nlohmann::json run_header_json(const RunState& state) {
   document["pss_bytes"] = last.pss_bytes;
   document["peak_rss_bytes"] = last.hwm_bytes;
   document["overhead_bytes"] = last.overhead_bytes;
+  document["sample_interval_bytes"] = state.process().sample_interval;
   nlohmann::json domains = nlohmann::json::object();
   auto totals = live_bytes_by_domain(state);
   for (size_t d = 0; d < totals.size(); ++d) {

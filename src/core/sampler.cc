@@ -1,0 +1,108 @@
+#include "core/sampler.h"
+
+#include <atomic>
+
+#include "core/sys.h"
+
+namespace leakscope::internal {
+namespace {
+
+uint64_t g_interval = 0;
+
+constexpr uint32_t kFilterBits = 20;
+std::atomic<uint16_t> g_filter[1u << kFilterBits];  // pages are touched only where used
+
+inline uint32_t filter_slot(uintptr_t pointer) {
+  return static_cast<uint32_t>(((static_cast<uint64_t>(pointer) >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - kFilterBits));
+}
+
+// next_random() is xorshift64*: enough for drawing gaps, and state is one word per thread.
+uint64_t next_random(uint64_t* state) {
+  uint64_t x = *state;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *state = x;
+  return x * 0x2545f4914f6cdd1dull;
+}
+
+// draw_gap() is an exponential variate with mean R: −R · ln U, U uniform in (0, 1].
+int64_t draw_gap(ThreadState* thread) {
+  if (thread->random_state == 0) {
+    thread->random_state = (static_cast<uint64_t>(thread->tid) << 32) ^ sys::monotonic_ns() ^ 0x9e3779b97f4a7c15ull;
+    if (thread->random_state == 0) thread->random_state = 1;
+  }
+  double uniform = (static_cast<double>(next_random(&thread->random_state) >> 11) + 1.0) / 9007199254740992.0;
+  return static_cast<int64_t>(-static_cast<double>(g_interval) * sampler_log(uniform)) + 1;
+}
+
+}  // namespace
+
+void sampler_set_interval(uint64_t bytes) { g_interval = bytes; }
+uint64_t sampler_interval() { return g_interval; }
+
+bool sampler_take(ThreadState* thread, uint64_t size) {
+  if (!thread->sampling_started) {
+    thread->sampling_started = true;
+    thread->bytes_until_sample = draw_gap(thread);
+  }
+  thread->bytes_until_sample -= static_cast<int64_t>(size);
+  if (LS_LIKELY(thread->bytes_until_sample > 0)) return false;
+  // One record however many gaps this allocation spans: p(s) already accounts for that.
+  while (thread->bytes_until_sample <= 0) thread->bytes_until_sample += draw_gap(thread);
+  return true;
+}
+
+SampleWeight sample_weight(uint64_t size) {
+  if (g_interval == 0 || size == 0) return {size, 1};
+  double probability = 1.0 - sampler_exp_negative(static_cast<double>(size) / static_cast<double>(g_interval));
+  return {static_cast<uint64_t>(static_cast<double>(size) / probability + 0.5),
+          static_cast<uint64_t>(1.0 / probability + 0.5)};
+}
+
+void sampler_filter_add(uintptr_t pointer) { g_filter[filter_slot(pointer)].fetch_add(1, std::memory_order_relaxed); }
+void sampler_filter_remove(uintptr_t pointer) { g_filter[filter_slot(pointer)].fetch_sub(1, std::memory_order_relaxed); }
+
+// A block is added before its pointer is returned to the program, so a free of it (ordered after
+// by the program) sees the count; a zero is therefore a certain "not recorded".
+bool sampler_filter_may_contain(uintptr_t pointer) {
+  return g_filter[filter_slot(pointer)].load(std::memory_order_relaxed) != 0;
+}
+
+double sampler_exp_negative(double x) {
+  // e^(−x) = (e^(−x / 2^k))^(2^k), with x / 2^k < 1/64 where a 5-term Taylor series is exact to
+  // double precision for our purpose (relative error < 1e-12).
+  int halvings = 0;
+  while (x > 1.0 / 64 && halvings < 60) {
+    x /= 2;
+    ++halvings;
+  }
+  double term = 1, sum = 1;
+  for (int n = 1; n <= 5; ++n) {
+    term *= -x / n;
+    sum += term;
+  }
+  while (halvings-- > 0) sum *= sum;
+  return sum;
+}
+
+double sampler_log(double x) {
+  // x = m · 2^e with m in [1, 2); ln m = 2·atanh((m − 1)/(m + 1)), a series in z ≤ 1/3.
+  int exponent = 0;
+  while (x >= 2) {
+    x /= 2;
+    ++exponent;
+  }
+  while (x < 1) {
+    x *= 2;
+    --exponent;
+  }
+  double z = (x - 1) / (x + 1), z2 = z * z, term = z, sum = 0;
+  for (int n = 1; n <= 25; n += 2) {
+    sum += term / n;
+    term *= z2;
+  }
+  return 2 * sum + exponent * 0.6931471805599453;
+}
+
+}  // namespace leakscope::internal
