@@ -36,6 +36,8 @@ def tools(build, scratch):
     leakscope = os.path.join(build, "bin", "leakscope")
     found = [("uninstrumented", lambda argv: argv),
              ("leakscope exact", lambda argv: [leakscope, "run", "-o", os.path.join(scratch, "run.lsc"), "--"] + argv),
+             ("leakscope exact, unwind=fp", lambda argv: [leakscope, "run", "--option", "unwind=fp", "-o",
+                                                          os.path.join(scratch, "run.lsc"), "--"] + argv),
              ("leakscope sampled 512KiB", lambda argv: [leakscope, "run", "--option", "sample=512KiB", "-o",
                                                         os.path.join(scratch, "run.lsc"), "--"] + argv)]
     if shutil.which("heaptrack"):
@@ -45,11 +47,14 @@ def tools(build, scratch):
 
 def workloads(build, quick):
     heavy = os.path.join(build, "bin", "malloc_heavy")
+    heavy_fp = os.path.join(build, "bin", "malloc_heavy_fp")  # the same, built with frame pointers
     ops = "1000000" if quick else "4000000"
     return [
         ("malloc-heavy, 2 threads, 16 B-64 KiB", [heavy, "--threads", "2", "--ops", ops]),
         ("small-block churn, 2 threads, 16-256 B", [heavy, "--threads", "2", "--ops", ops, "--small"]),
         ("malloc-heavy, 8 threads", [heavy, "--threads", "8", "--ops", ops]),
+        ("malloc-heavy, 2 threads, frame-pointer build", [heavy_fp, "--threads", "2", "--ops", ops]),
+        ("small-block churn, frame-pointer build", [heavy_fp, "--threads", "2", "--ops", ops, "--small"]),
     ]
 
 

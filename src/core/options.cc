@@ -33,6 +33,12 @@ bool parse_duration(const char* text, size_t length, OptionDuration* out) {
 
 bool parse_size(const char* text, size_t length, OptionSize* out) { return parse_size_bytes(text, length, out); }
 
+bool parse_unwind(const char* text, size_t length, OptionUnwind* out) {
+  if (length == 9 && memcmp(text, "libunwind", 9) == 0) return *out = OptionUnwind::kLibunwind, true;
+  if (length == 2 && memcmp(text, "fp", 2) == 0) return *out = OptionUnwind::kFramePointer, true;
+  return false;
+}
+
 bool parse_path(const char* text, size_t length, OptionPath* out) {
   if (length == 0 || length >= kMaxPathLength) return false;
   memcpy(out->text, text, length);
@@ -45,6 +51,7 @@ constexpr const char* kExpected_bool = "0 or 1";
 constexpr const char* kExpected_count = "a whole number";
 constexpr const char* kExpected_duration = "a duration such as 500ms or 2s";
 constexpr const char* kExpected_path = "a non-empty path";
+constexpr const char* kExpected_unwind = "libunwind or fp";
 constexpr const char* kExpected_size = "a size such as 0, 4096, 512KiB or 1MiB";
 
 size_t format_bool(OptionBool value, char* out, size_t size) {
@@ -78,6 +85,10 @@ size_t format_size(OptionSize value, char* out, size_t size) {
     }
   }
   return static_cast<size_t>(snprintf(out, size, "%llu", static_cast<unsigned long long>(value)));
+}
+
+size_t format_unwind(OptionUnwind value, char* out, size_t size) {
+  return static_cast<size_t>(snprintf(out, size, "%s", value == OptionUnwind::kFramePointer ? "fp" : "libunwind"));
 }
 
 size_t format_path(const OptionPath& value, char* out, size_t size) {

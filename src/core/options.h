@@ -18,6 +18,7 @@ using OptionBool = bool;
 using OptionCount = int64_t;
 using OptionDuration = uint64_t;  // nanoseconds
 using OptionSize = uint64_t;      // bytes
+enum class OptionUnwind : uint8_t { kLibunwind, kFramePointer };
 struct OptionPath {
   char text[kMaxPathLength];
 };
@@ -27,6 +28,7 @@ struct Options {
 #define LS_OPTION_STORAGE_count OptionCount
 #define LS_OPTION_STORAGE_duration OptionDuration
 #define LS_OPTION_STORAGE_size OptionSize
+#define LS_OPTION_STORAGE_unwind OptionUnwind
 #define LS_OPTION_STORAGE_path OptionPath
 #define LS_OPTION(type, name, default_text, doc) LS_OPTION_STORAGE_##type name;
 #include "core/options.inc"

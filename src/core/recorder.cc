@@ -37,7 +37,7 @@ TripleEntry* current_triple(Domain domain) {
   ThreadState* thread = thread_current();
   if (thread == nullptr) return nullptr;
   uintptr_t frames[kMaxStackDepth];
-  int depth = stack_capture(frames, g_depth);
+  int depth = stack_capture(thread, frames, g_depth);
   return triple_for(thread, domain, depot_intern(frames, depth));
 }
 

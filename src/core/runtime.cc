@@ -352,7 +352,7 @@ void runtime_init() {
   } else if (ok && init_tables(error, sizeof(error))) {
     recorder_set_depth(static_cast<int>(g_options.depth));
     sampler_set_interval(g_options.sample);
-    stack_capture_init();
+    stack_capture_init(g_options.unwind);
     module_map_refresh(epoch_current(), true);
     g_runtime_state.store(kActive, std::memory_order_release);
   } else {

@@ -2,21 +2,33 @@
 //
 // Captures the return addresses of the current call, innermost first, with leakscope's own
 // frames (the hook and the recorder) cut off, so frames[0] is the code that called malloc.
-// Backend: libunwind's unw_backtrace with per-thread caching (stack_capture_libunwind.cc).
+// Backends: libunwind's unw_backtrace with per-thread caching (stack_capture_libunwind.cc), the
+// default, correct in any code; and a frame-pointer walk (stack_capture_frame_pointers.cc) for
+// programs built with frame pointers, which falls back to libunwind when its walk looks wrong.
 #ifndef LEAKSCOPE_CORE_STACK_CAPTURE_H_
 #define LEAKSCOPE_CORE_STACK_CAPTURE_H_
 
 #include <stdint.h>
 
+#include "core/options.h"
+
 namespace leakscope::internal {
 
-// stack_capture_init() finds the runtime's own code range and sets up the unwinder.
-// Not thread-safe; runtime init calls it once, before any capture.
-void stack_capture_init();
+struct ThreadState;
 
-// stack_capture() fills at most `max_depth` frames and returns how many. Thread-safe; does not
-// allocate through malloc; not signal-safe (the unwinder takes loader locks).
-int stack_capture(uintptr_t* frames, int max_depth);
+// stack_capture_init() finds the runtime's own code range and sets up the unwinders.
+// Not thread-safe; runtime init calls it once, before any capture.
+void stack_capture_init(OptionUnwind mode);
+
+// stack_capture() fills at most `max_depth` frames of the calling thread (whose state is
+// `thread`) and returns how many. Thread-safe; does not allocate through malloc; not signal-safe
+// (libunwind takes loader locks).
+int stack_capture(ThreadState* thread, uintptr_t* frames, int max_depth);
+
+// stack_capture_libunwind() and stack_capture_frame_pointers() are the two backends; the latter
+// returns 0 when its walk cannot be trusted.
+int stack_capture_libunwind(uintptr_t* frames, int max_depth);
+int stack_capture_frame_pointers(ThreadState* thread, uintptr_t* frames, int max_depth);
 
 // stack_capture_is_own_code() tells whether `address` lies in libleakscope's code.
 bool stack_capture_is_own_code(uintptr_t address);

@@ -14,6 +14,8 @@ namespace {
 uintptr_t g_own_code_begin = 0;
 uintptr_t g_own_code_end = 0;
 
+OptionUnwind g_mode = OptionUnwind::kLibunwind;
+
 // At most this many of our own frames sit above the program's: hook, recorder, capture.
 constexpr int kOwnFrameAllowance = 8;
 
@@ -35,8 +37,9 @@ int find_own_code(struct dl_phdr_info* info, size_t, void* data) {
 
 }  // namespace
 
-void stack_capture_init() {
-  dl_iterate_phdr(find_own_code, reinterpret_cast<void*>(&stack_capture_init));
+void stack_capture_init(OptionUnwind mode) {
+  g_mode = mode;
+  dl_iterate_phdr(find_own_code, reinterpret_cast<void*>(&stack_capture_libunwind));
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 }
 
@@ -44,7 +47,15 @@ bool stack_capture_is_own_code(uintptr_t address) {
   return address >= g_own_code_begin && address < g_own_code_end;
 }
 
-int stack_capture(uintptr_t* frames, int max_depth) {
+int stack_capture(ThreadState* thread, uintptr_t* frames, int max_depth) {
+  if (g_mode == OptionUnwind::kFramePointer) {
+    int depth = stack_capture_frame_pointers(thread, frames, max_depth);
+    if (depth > 0) return depth;
+  }
+  return stack_capture_libunwind(frames, max_depth);
+}
+
+int stack_capture_libunwind(uintptr_t* frames, int max_depth) {
   void* raw_frames[kMaxStackDepth + kOwnFrameAllowance];
   int wanted = max_depth + kOwnFrameAllowance;
   int captured = unw_backtrace(raw_frames, wanted);

@@ -35,6 +35,9 @@ struct ThreadState {
   int task_depth;  // may exceed kMaxTaskDepth; deeper tasks are counted, not stored
   TaskId tasks[kMaxTaskDepth];
   TripleCacheSlot triple_cache[kTripleCacheSlots];
+  // The thread's stack, for the frame-pointer walk (read on first use; 0 = not yet).
+  uintptr_t stack_begin;
+  uintptr_t stack_end;
   // Sampled mode (sampler.h): bytes left before the next recorded allocation, and the generator.
   bool sampling_started;
   int64_t bytes_until_sample;

@@ -83,6 +83,14 @@ TEST(HeapLeaksAreExact, InlinedFunctionIsAFrameOfItsOwn) {
   EXPECT_GT(site["frames"][1]["line"].get<int>(), site["frames"][0]["line"].get<int>());  // the call site
 }
 
+TEST(HeapLeaksAreExact, FramePointerUnwindingGivesTheSameFigures) {
+  PatternRun run = run_pattern("malloc", {{"LEAKSCOPE_OPTIONS", "unwind=fp"}});
+  nlohmann::json site = site_at(run.dump, "leak_with_malloc");
+  EXPECT_EQ(site["live_bytes"], 100 * 1000);
+  EXPECT_EQ(site["live_blocks"], 100);
+  EXPECT_EQ(site["frames"][1]["function"], "main");
+}
+
 TEST(MappedMemoryIsTracked, PartialMunmapSplitsAndTrimsMappings) {
   PatternRun run = run_pattern("mmap");
   const int64_t page = 4096;
