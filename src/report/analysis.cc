@@ -52,7 +52,7 @@ void sort_by_live_bytes(std::vector<OwnerReport>& owners) {
 }  // namespace
 
 bool is_host_domain(Domain domain) {
-  return domain == Domain::kHeap || domain == Domain::kMmap || domain == Domain::kBrk;
+  return domain == Domain::kHeap || domain == Domain::kMmap || domain == Domain::kBrk || domain == Domain::kC10Cpu;
 }
 
 std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>& samples) {

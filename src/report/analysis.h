@@ -63,8 +63,8 @@ RunAnalysis analyze_run(StreamReader& reader, uint32_t at = 0);
 // untracked_growth() judges process memory against tracked host memory (heap + mmap + brk).
 std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>& samples);
 
-// Domains that are host memory the process maps itself; c10 layers live inside the heap and
-// device memory is not in RSS.
+// Domains that are host memory: heap, mmap, brk and c10_cpu (tensor storage, counted apart from
+// the heap, src/c10/c10_hooks.cc); device memory is not in RSS.
 bool is_host_domain(Domain domain);
 
 }  // namespace leakscope::report
