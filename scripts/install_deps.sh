@@ -13,6 +13,7 @@ packages=(
   heaptrack            # benchmark peer
   python3              # a real program in the integration tests; the benchmark runner
   clang libclang-rt-14-dev  # the stream reader's libFuzzer target
+  libtorch-dev python3-torch  # PyTorch c10 attribution tests on the real library
 )
 
 missing=()

@@ -78,8 +78,8 @@ std::string sparkline(const std::vector<double>& values, size_t width, double sc
   return line;
 }
 
-nlohmann::json site_analysis_json(const SiteReport& site, Symbolizer& symbolizer) {
-  nlohmann::json entry = site_json(site.summary, symbolizer);
+nlohmann::json site_analysis_json(const SiteReport& site, Symbolizer& symbolizer, const FrameFolder& folder) {
+  nlohmann::json entry = site_json(site.summary, symbolizer, folder);
   const SiteJudgement& j = site.judgement;
   entry["verdict"] = verdict_name(j.verdict);
   entry["confidence"] = j.confidence;
@@ -135,9 +135,12 @@ nlohmann::json report_json(const RunAnalysis& analysis, Symbolizer& symbolizer, 
   document["by_task"] = owners_json(analysis.by_task, false);
   document["by_thread"] = owners_json(analysis.by_thread, true);
   nlohmann::json sites = nlohmann::json::array();
+  FrameFolder folder(options.fold);
   for (Verdict verdict : {Verdict::kLeak, Verdict::kCache, Verdict::kStartup, Verdict::kUnknown}) {
     size_t total = 0;
-    for (const SiteReport* site : section(analysis, verdict, options, &total)) sites.push_back(site_analysis_json(*site, symbolizer));
+    for (const SiteReport* site : section(analysis, verdict, options, &total)) {
+      sites.push_back(site_analysis_json(*site, symbolizer, folder));
+    }
   }
   document["sites"] = sites;
   return document;
@@ -187,6 +190,7 @@ std::string report_text(const RunAnalysis& analysis, Symbolizer& symbolizer, con
   out += "\n" + owner_line("by task: ", analysis.by_task, "(no task)");
   out += owner_line("by thread: ", analysis.by_thread, "?");
 
+  FrameFolder folder(options.fold);
   size_t total = 0;
   auto leaks = section(analysis, Verdict::kLeak, options, &total);
   out += fmt::format("\nLeak suspects: {}{}\n", total, total > leaks.size() ? fmt::format(" (top {} shown)", leaks.size()) : "");
@@ -198,7 +202,7 @@ std::string report_text(const RunAnalysis& analysis, Symbolizer& symbolizer, con
                        site->summary.live_blocks, rate(j.growth_bytes_per_min), j.leak_entropy);
     out += wrap(fmt::format("first seen {:.1f} s · {}", site->first_seen_s, j.reason), "   ");
     out += wrap(owners_text(site->summary), "   ");
-    const auto& frames = symbolizer.stack(site->summary.stack);
+    const auto frames = folder.fold(symbolizer.stack(site->summary.stack));
     for (size_t i = 0; i < frames.size() && static_cast<int>(i) < options.frames; ++i) {
       out += fmt::format("   {} {}\n", i == 0 ? "at" : "by", frame_text(frames[i], kWidth - 6));
     }
@@ -215,7 +219,7 @@ std::string report_text(const RunAnalysis& analysis, Symbolizer& symbolizer, con
     if (total == 0) continue;
     out += fmt::format("\n{}: {}{}\n", group.title, total, total > sites.size() ? fmt::format(" (top {} shown)", sites.size()) : "");
     for (const SiteReport* site : sites) {
-      const auto& frames = symbolizer.stack(site->summary.stack);
+      const auto frames = folder.fold(symbolizer.stack(site->summary.stack));
       out += fmt::format("  {:>10} {:<5} in {} blocks · leak entropy {:.2f} · {}\n", format_bytes(site->summary.live_bytes),
                          domain_name(site->summary.domain), site->summary.live_blocks, site->judgement.leak_entropy,
                          rate(site->judgement.growth_bytes_per_min));

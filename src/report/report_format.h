@@ -21,6 +21,7 @@ struct ReportOptions {
   size_t top = 10;        // sites per section
   int64_t min_bytes = 0;  // sites with fewer live bytes are left out
   int frames = 6;         // frames per leak suspect in text
+  std::string fold;       // framework frames to fold (FrameFolder), e.g. "torch,python"
 };
 
 nlohmann::json report_json(const RunAnalysis& analysis, Symbolizer& symbolizer, const ReportOptions& options);
@@ -30,7 +31,7 @@ std::string report_text(const RunAnalysis& analysis, Symbolizer& symbolizer, con
 std::string sparkline(const std::vector<double>& values, size_t width, double scale);
 
 // site_analysis_json() adds the verdict fields to a site's JSON entry.
-nlohmann::json site_analysis_json(const SiteReport& site, Symbolizer& symbolizer);
+nlohmann::json site_analysis_json(const SiteReport& site, Symbolizer& symbolizer, const FrameFolder& folder);
 
 }  // namespace leakscope::report
 

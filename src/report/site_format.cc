@@ -53,6 +53,7 @@ nlohmann::json frame_json(const SymbolizedFrame& frame) {
   json["address"] = fmt::format("{:#x}", frame.address);
   json["offset"] = fmt::format("{:#x}", frame.module_offset);
   json["inlined"] = frame.inlined;
+  if (frame.folded > 0) json["folded"] = frame.folded;
   return json;
 }
 
@@ -87,13 +88,13 @@ std::string base_name(const std::string& path) {
 
 }  // namespace
 
-nlohmann::json site_json(const SiteSummary& site, Symbolizer& symbolizer) {
+nlohmann::json site_json(const SiteSummary& site, Symbolizer& symbolizer, const FrameFolder& folder) {
   nlohmann::json entry;
   entry["domain"] = domain_name(site.domain);
   entry["live_bytes"] = site.live_bytes;
   entry["live_blocks"] = site.live_blocks;
   nlohmann::json frames = nlohmann::json::array();
-  for (const SymbolizedFrame& frame : symbolizer.stack(site.stack)) frames.push_back(frame_json(frame));
+  for (const SymbolizedFrame& frame : folder.fold(symbolizer.stack(site.stack))) frames.push_back(frame_json(frame));
   entry["frames"] = frames;
   nlohmann::json threads = nlohmann::json::array();
   for (const ThreadShare& thread : site.threads) {
@@ -115,6 +116,7 @@ std::string frame_text(const SymbolizedFrame& frame, size_t width) {
   std::string where = frame.function.empty() ? fmt::format("{:#x}", frame.address) : frame.function;
   std::string file = frame.file.empty() ? "" : fmt::format(" ({}:{})", base_name(frame.file), frame.line);
   std::string module = frame.module.find(" (") == std::string::npos ? base_name(frame.module) : frame.module;
+  if (frame.folded > 0) return frame.function;
   std::string tail = file + (frame.inlined ? " (inlined)" : " [" + module + "]");
   size_t room = width > tail.size() + 12 ? width - tail.size() : 12;
   return shorten(where, room) + tail;

@@ -22,8 +22,9 @@ std::string ended_by(const SnapshotInfo& snapshot);
 // snapshots, duration, memory, live bytes by domain).
 nlohmann::json run_header_json(const RunState& state);
 
-// site_json() is one entry of "sites": domain, live bytes and blocks, frames, threads, tasks.
-nlohmann::json site_json(const SiteSummary& site, Symbolizer& symbolizer);
+// site_json() is one entry of "sites": domain, live bytes and blocks, frames (folded by `folder`),
+// threads, tasks.
+nlohmann::json site_json(const SiteSummary& site, Symbolizer& symbolizer, const FrameFolder& folder = FrameFolder(""));
 
 // frame_text() is "function (file:line) [module]", the function shortened to `width` columns.
 std::string frame_text(const SymbolizedFrame& frame, size_t width = 1000);

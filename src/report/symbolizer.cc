@@ -5,15 +5,28 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 namespace leakscope::report {
 
 struct Symbolizer::ModuleDebug {
+  struct Symbol {
+    uint64_t address;
+    uint64_t size;
+    const char* name;  // owned by libdw, valid while dwfl lives
+  };
+
   Dwfl* dwfl = nullptr;
   Dwfl_Module* module = nullptr;
   std::string label;  // what frames show as their module
+  // Function symbols by address, built once: libdw's own lookup scans the whole table per address,
+  // which takes minutes on a library with hundreds of thousands of symbols (libtorch).
+  std::vector<Symbol> symbols;
+  bool symbols_indexed = false;
+
+  const char* symbol_at(uint64_t address);
   ~ModuleDebug() {
     if (dwfl != nullptr) dwfl_end(dwfl);
   }
@@ -102,6 +115,82 @@ InlineChain inline_chain(Dwfl_Module* module, Dwarf_Addr address) {
 
 }  // namespace
 
+FrameFolder::FrameFolder(const std::string& groups) {
+  size_t at = 0;
+  while (at < groups.size()) {
+    size_t end = groups.find(',', at);
+    if (end == std::string::npos) end = groups.size();
+    std::string group = groups.substr(at, end - at);
+    if (group == "torch") {
+      patterns_.insert(patterns_.end(), {"libtorch", "libc10", "_C.cpython"});
+    } else if (group == "python") {
+      patterns_.insert(patterns_.end(), {"libpython", "python3"});
+    } else if (!group.empty()) {
+      patterns_.push_back(group);
+    }
+    at = end + 1;
+  }
+}
+
+bool FrameFolder::matches(const std::string& module) const {
+  std::string name = module.substr(module.rfind('/') == std::string::npos ? 0 : module.rfind('/') + 1);
+  for (const std::string& pattern : patterns_) {
+    if (name.find(pattern) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::vector<SymbolizedFrame> FrameFolder::fold(const std::vector<SymbolizedFrame>& frames) const {
+  if (patterns_.empty()) return frames;
+  std::vector<SymbolizedFrame> folded;
+  for (const SymbolizedFrame& frame : frames) {
+    if (!matches(frame.module)) {
+      folded.push_back(frame);
+      continue;
+    }
+    std::string name = frame.module.substr(frame.module.rfind('/') == std::string::npos ? 0 : frame.module.rfind('/') + 1);
+    if (!folded.empty() && folded.back().folded > 0) {
+      SymbolizedFrame& run = folded.back();
+      ++run.folded;
+      if (run.module.find(name) == std::string::npos) run.module += ", " + name;
+    } else {
+      SymbolizedFrame run = frame;
+      run.folded = 1;
+      run.module = name;
+      run.file.clear();
+      run.line = 0;
+      run.inlined = false;
+      folded.push_back(run);
+    }
+  }
+  for (SymbolizedFrame& frame : folded) {
+    if (frame.folded > 0) frame.function = "[" + std::to_string(frame.folded) + " frames in " + frame.module + "]";
+  }
+  return folded;
+}
+
+const char* Symbolizer::ModuleDebug::symbol_at(uint64_t address) {
+  if (!symbols_indexed) {
+    symbols_indexed = true;
+    int count = dwfl_module_getsymtab(module);
+    for (int i = 0; i < count; ++i) {
+      GElf_Sym symbol;
+      GElf_Addr value = 0;
+      const char* name = dwfl_module_getsym_info(module, i, &symbol, &value, nullptr, nullptr, nullptr);
+      int type = GELF_ST_TYPE(symbol.st_info);
+      if (name == nullptr || name[0] == '\0' || (type != STT_FUNC && type != STT_GNU_IFUNC) || value == 0) continue;
+      symbols.push_back({value, symbol.st_size, name});
+    }
+    std::sort(symbols.begin(), symbols.end(), [](const Symbol& a, const Symbol& b) { return a.address < b.address; });
+  }
+  auto after = std::upper_bound(symbols.begin(), symbols.end(), address,
+                                [](uint64_t value, const Symbol& symbol) { return value < symbol.address; });
+  if (after == symbols.begin()) return nullptr;
+  const Symbol& candidate = *(after - 1);
+  if (candidate.size != 0 && address >= candidate.address + candidate.size) return nullptr;
+  return candidate.name;
+}
+
 bool is_allocator_entry(const std::string& function) {
   static const char* const kEntries[] = {"operator new", "std::__new_allocator<", "__gnu_cxx::new_allocator<",
                                          "std::allocator_traits<", "std::allocator<"};
@@ -178,11 +267,7 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
   }
   // A return address points after the call; the call itself is one byte before.
   Dwarf_Addr lookup = address - 1;
-  GElf_Off offset = 0;
-  GElf_Sym symbol;
-  if (const char* name = dwfl_module_addrinfo(debug.module, lookup, &offset, &symbol, nullptr, nullptr, nullptr)) {
-    frame.function = demangle(name);
-  }
+  if (const char* name = debug.symbol_at(lookup)) frame.function = demangle(name);
   if (Dwfl_Line* line = dwfl_module_getsrc(debug.module, lookup)) {
     int number = 0;
     const char* file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr);

@@ -27,6 +27,7 @@ struct SymbolizedFrame {
   int line = 0;
   std::string module;          // module path, with " (missing)" or " (changed)" when unusable
   bool inlined = false;        // inlined into the frame that follows it
+  int folded = 0;              // > 0: stands for this many framework frames (FrameFolder)
 };
 
 class Symbolizer {
@@ -50,6 +51,22 @@ class Symbolizer {
   std::vector<std::unique_ptr<ModuleDebug>> debug_;
   std::unordered_map<uint64_t, std::vector<SymbolizedFrame>> frames_;  // by address and module
   std::unordered_map<uint32_t, std::vector<SymbolizedFrame>> stacks_;
+};
+
+// FrameFolder collapses each run of consecutive frames from framework modules into one frame, so
+// the program's own calls stand out in deep stacks (leakscope report --fold torch,python).
+// Groups: "torch" (libtorch*, libc10*, torch's _C extension), "python" (libpython*, python3*);
+// any other name matches modules whose file name contains it.
+class FrameFolder {
+ public:
+  // Parses a comma-separated list; an empty one folds nothing.
+  explicit FrameFolder(const std::string& groups);
+  std::vector<SymbolizedFrame> fold(const std::vector<SymbolizedFrame>& frames) const;
+  bool empty() const { return patterns_.empty(); }
+
+ private:
+  bool matches(const std::string& module) const;
+  std::vector<std::string> patterns_;  // substrings of a module's file name
 };
 
 // is_allocator_entry() tells whether a function is an allocation entry point that callers of

@@ -47,6 +47,7 @@ struct ReportCommandOptions {
   std::string format = "text";
   size_t top = 10;
   int64_t min_bytes = 0;
+  std::string fold;
 };
 
 int report_command(const ReportCommandOptions& options);

@@ -15,6 +15,7 @@ int report_command(const ReportCommandOptions& options) {
     report::ReportOptions shown;
     shown.top = options.top;
     shown.min_bytes = options.min_bytes;
+    shown.fold = options.fold;
     std::string text = options.format == "json" ? report::report_json(analysis, symbolizer, shown).dump(2) + "\n"
                                                 : report::report_text(analysis, symbolizer, shown);
     std::fwrite(text.data(), 1, text.size(), stdout);

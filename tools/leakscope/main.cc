@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
   report_verb->add_option("--top", report.top, "Sites shown per section")->check(CLI::PositiveNumber)->capture_default_str();
   report_verb->add_option("--min-bytes", min_bytes, "Leave out sites with fewer live bytes (e.g. 64KiB)")->capture_default_str();
   report_verb->add_option("--at", report.at, "Judge at this snapshot, from 1 (default: the last)")->check(CLI::PositiveNumber);
+  report_verb->add_option("--fold", report.fold, "Fold framework frames: torch, python, or any module name, comma-separated");
 
   DiffOptions diff;
   CLI::App* diff_verb = app.add_subcommand("diff", "What changed between two runs, per site");
