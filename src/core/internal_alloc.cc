@@ -22,6 +22,8 @@ struct Allocator {
   FreeBlock* free_lists[kClassCount];
   char* chunk_cursor;
   char* chunk_end;
+  char* permanent_cursor;  // internal_alloc_permanent()'s own chunk
+  char* permanent_end;
   std::atomic<size_t> mapped_bytes;
 };
 
@@ -69,6 +71,22 @@ void* internal_alloc(size_t size) {
   }
   void* block = g_allocator.chunk_cursor;
   g_allocator.chunk_cursor += block_size;
+  return block;
+}
+
+void* internal_alloc_permanent(size_t size) {
+  size = (size + 15) & ~size_t{15};
+  if (size > kChunkSize / 4) return internal_alloc(size);  // large: mapped on its own
+  SpinLockGuard guard(g_allocator.lock);
+  if (g_allocator.permanent_cursor == nullptr ||
+      static_cast<size_t>(g_allocator.permanent_end - g_allocator.permanent_cursor) < size) {
+    char* chunk = static_cast<char*>(map_counted(kChunkSize));  // the old chunk's tail is abandoned
+    if (chunk == nullptr) return nullptr;
+    g_allocator.permanent_cursor = chunk;
+    g_allocator.permanent_end = chunk + kChunkSize;
+  }
+  void* block = g_allocator.permanent_cursor;
+  g_allocator.permanent_cursor += size;
   return block;
 }
 

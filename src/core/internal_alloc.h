@@ -23,6 +23,11 @@ void* internal_alloc(size_t size);
 // internal_free() returns memory from internal_alloc(); `size` must be the size asked for.
 void internal_free(void* pointer, size_t size);
 
+// internal_alloc_permanent() returns `size` zeroed bytes aligned to 16 that are never freed, cut
+// from chunks without size classes: for what lives as long as the process (interned stacks), where
+// rounding up to a power of two would waste close to half. Thread-safe; not signal-safe.
+void* internal_alloc_permanent(size_t size);
+
 // internal_mapped_bytes() is the memory the runtime holds from the kernel for itself.
 size_t internal_mapped_bytes();
 

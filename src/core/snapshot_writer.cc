@@ -226,7 +226,7 @@ struct WriterState {
   InternalArray<uint8_t> module_unload_emitted;
   InternalArray<EmittedThread> threads;
   InternalArray<EmittedCounters> counters;
-  InternalArray<EmittedLifetimes> lifetimes;
+  InternalArray<uint32_t> site_slot;  // write_lifetimes(): site id -> its slot + 1, 0 between uses
   BirthMap births_previous;
   BirthMap births_current;
   FrameBuilder frame;
@@ -433,7 +433,8 @@ void write_triples(FrameBuilder& frame, uint32_t triples_end) {
   g_writer.triples_end = triples_end;
 }
 
-void write_counters(FrameBuilder& frame, uint32_t triples_end) {
+// write_counters() also lists in *freed the triples that freed something since the last snapshot.
+void write_counters(FrameBuilder& frame, uint32_t triples_end, InternalArray<uint32_t>* freed) {
   g_writer.counters.resize(triples_end);
   InternalArray<uint32_t> changed;
   InternalArray<EmittedCounters> now;
@@ -448,6 +449,7 @@ void write_counters(FrameBuilder& frame, uint32_t triples_end) {
     current.alloc_count = triple->alloc_count.load(std::memory_order_relaxed);
     current.alloc_bytes = triple->alloc_bytes.load(std::memory_order_relaxed);
     if (memcmp(&current, &g_writer.counters[id], sizeof(current)) == 0) continue;
+    if (current.free_bytes != g_writer.counters[id].free_bytes) freed->push_back(id);
     changed.push_back(id);
     now.push_back(current);
   }
@@ -511,42 +513,48 @@ void write_births(FrameBuilder& frame, uint32_t triples_end) {
   g_writer.births_previous.swap(g_writer.births_current);
 }
 
-void write_lifetimes(FrameBuilder& frame, uint32_t sites_end, uint32_t triples_end) {
-  InternalArray<EmittedLifetimes> totals;  // per site, summed over its triples
-  totals.resize(sites_end);
-  for (uint32_t id = 1; id < triples_end; ++id) {
-    const TripleEntry* triple = triple_get(static_cast<TripleId>(id));
-    EmittedLifetimes& total = totals[triple->site->id];
+// write_lifetimes() takes what each triple freed since the last snapshot, by lifetime bucket, with
+// an atomic exchange (a free racing with it lands before or after, never lost), and emits the sums
+// per site. Only triples whose frees moved (write_counters) are visited, and no per-site state is
+// kept between snapshots.
+void write_lifetimes(FrameBuilder& frame, const InternalArray<uint32_t>& freed_triples, uint32_t sites_end) {
+  InternalArray<uint32_t> sites;
+  InternalArray<EmittedLifetimes> deltas;
+  g_writer.site_slot.resize(sites_end);
+  for (size_t i = 0; i < freed_triples.size(); ++i) {
+    TripleEntry* triple = triple_get_mutable(static_cast<TripleId>(freed_triples[i]));
+    EmittedLifetimes delta{};
+    bool any = false;
     for (int b = 0; b < kLifetimeBuckets; ++b) {
-      total.bytes[b] += triple->freed_bytes_by_lifetime[b].load(std::memory_order_relaxed);
+      delta.bytes[b] = triple->freed_bytes_by_lifetime[b].exchange(0, std::memory_order_relaxed);
+      any |= delta.bytes[b] != 0;
     }
+    if (!any) continue;
+    uint32_t& site_slot = g_writer.site_slot[triple->site->id];
+    if (site_slot == 0) {
+      sites.push_back(triple->site->id);
+      deltas.push_back(EmittedLifetimes{});
+      site_slot = static_cast<uint32_t>(sites.size());
+    }
+    size_t slot = site_slot - 1;
+    for (int b = 0; b < kLifetimeBuckets; ++b) deltas[slot].bytes[b] += delta.bytes[b];
   }
-  g_writer.lifetimes.resize(sites_end);
-  InternalArray<uint32_t> changed;
-  InternalArray<EmittedLifetimes> now;
-  for (uint32_t id = 1; id < sites_end; ++id) {
-    if (memcmp(&totals[id], &g_writer.lifetimes[id], sizeof(EmittedLifetimes)) == 0) continue;
-    changed.push_back(id);
-    now.push_back(totals[id]);
-  }
-  totals.release();
-  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kLifetimes, changed.size());
-  for (size_t i = 0; i < changed.size(); ++i) {
-    EmittedLifetimes& before = g_writer.lifetimes[changed[i]];
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kLifetimes, sites.size());
+  for (size_t i = 0; i < sites.size(); ++i) {
     uint32_t mask = 0;
     for (int b = 0; b < kLifetimeBuckets; ++b) {
-      if (now[i].bytes[b] != before.bytes[b]) mask |= 1u << b;
+      if (deltas[i].bytes[b] != 0) mask |= 1u << b;
     }
-    frame.varint(changed[i]);
+    frame.varint(sites[i]);
     frame.varint(mask);
     for (int b = 0; b < kLifetimeBuckets; ++b) {
-      if (mask & (1u << b)) frame.varint(now[i].bytes[b] - before.bytes[b]);
+      if (mask & (1u << b)) frame.varint(deltas[i].bytes[b]);
     }
-    before = now[i];
   }
-  frame.end_list(mark, changed.size());
-  changed.release();
-  now.release();
+  frame.end_list(mark, sites.size());
+  for (size_t i = 0; i < sites.size(); ++i) g_writer.site_slot[sites[i]] = 0;
+  sites.release();
+  deltas.release();
 }
 
 void reset_emitted_state() {
@@ -556,7 +564,7 @@ void reset_emitted_state() {
   g_writer.module_unload_emitted.clear();
   g_writer.threads.clear();
   g_writer.counters.clear();
-  g_writer.lifetimes.clear();
+  g_writer.site_slot.clear();
   g_writer.births_previous.clear();
   g_writer.births_current.clear();
 }
@@ -649,9 +657,11 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   write_tasks(frame, tasks_end);
   write_sites(frame, sites_end);
   write_triples(frame, triples_end);
-  write_counters(frame, triples_end);
+  InternalArray<uint32_t> freed_triples;
+  write_counters(frame, triples_end, &freed_triples);
   write_births(frame, triples_end);
-  write_lifetimes(frame, sites_end, triples_end);
+  write_lifetimes(frame, freed_triples, sites_end);
+  freed_triples.release();
   if (!frame.finish()) return -ENOMEM;
   if (int error = ensure_output(); error != 0) return error;
   int error = sys::write_all(g_writer.fd, frame.data(), frame.size());

@@ -30,8 +30,8 @@ StackId depot_intern(const uintptr_t* frames, int depth) {
         return candidate->depth == static_cast<uint32_t>(depth) &&
                memcmp(candidate->frames, frames, frame_bytes) == 0;
       },
-      [&]() -> StackEntry* {
-        auto* made = static_cast<StackEntry*>(internal_alloc(sizeof(StackEntry) + frame_bytes));
+      [&]() -> StackEntry* {  // stacks are never freed: no size-class rounding
+        auto* made = static_cast<StackEntry*>(internal_alloc_permanent(sizeof(StackEntry) + frame_bytes));
         if (made == nullptr) return nullptr;
         made->depth = static_cast<uint32_t>(depth);
         memcpy(made->frames, frames, frame_bytes);

@@ -40,7 +40,8 @@ struct TripleEntry {
   std::atomic<uint64_t> free_bytes;
   std::atomic<uint64_t> split_count;
   // Kept per triple, not per site: a site is shared by every thread, a triple mostly written by
-  // one, so frees on different cores do not contend for one cache line. The writer sums per site.
+  // one, so frees on different cores do not contend for one cache line. Bytes freed since the last
+  // snapshot: the writer takes them with an atomic exchange and sums them per site.
   std::atomic<uint64_t> freed_bytes_by_lifetime[kLifetimeBuckets];
 };
 

@@ -63,6 +63,19 @@ nlohmann::json* Behaviours::document_ = nullptr;
 TEST_F(Behaviours, SteadyLeakIsALeak) { EXPECT_EQ(verdict_at("steady_leak"), "leak"); }
 TEST_F(Behaviours, LateStartingLeakIsALeak) { EXPECT_EQ(verdict_at("late_leak"), "leak"); }
 TEST_F(Behaviours, BoundedCacheIsACache) { EXPECT_EQ(verdict_at("cache_insert"), "cache"); }
+
+TEST_F(Behaviours, CacheEvictionsAreFreedAtTheirLifetime) {
+  // 64 entries, one insert per 5 ms: an entry lives about 320 ms, 3 to 4 epochs of 100 ms, so its
+  // bytes land in lifetime buckets 2 ([2, 4) epochs) and 3 ([4, 8)).
+  nlohmann::json buckets = site_at(document(), "cache_insert")["freed_bytes_by_lifetime"];
+  double total = 0, expected = 0;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    total += buckets[b].get<double>();
+    if (b == 2 || b == 3) expected += buckets[b].get<double>();
+  }
+  EXPECT_GT(total, 100 * 2048.0);
+  EXPECT_GT(expected / total, 0.8) << buckets.dump();
+}
 TEST_F(Behaviours, UnboundedCacheIsALeak) { EXPECT_EQ(verdict_at("unbounded_insert"), "leak"); }
 TEST_F(Behaviours, StartupWeightsAreStartup) { EXPECT_EQ(verdict_at("load_weights"), "startup"); }
 TEST_F(Behaviours, ChurnLeavesNothingLive) { EXPECT_TRUE(sites_at(document(), "churn").empty()); }
