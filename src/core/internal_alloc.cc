@@ -17,13 +17,17 @@ struct FreeBlock {
   FreeBlock* next;
 };
 
+// A 64 KiB chunk that blocks are cut from, front to back.
+struct Chunk {
+  char* cursor;
+  char* end;
+};
+
 struct Allocator {
   SpinLock lock;
   FreeBlock* free_lists[kClassCount];
-  char* chunk_cursor;
-  char* chunk_end;
-  char* permanent_cursor;  // internal_alloc_permanent()'s own chunk
-  char* permanent_end;
+  Chunk classes;    // blocks of the size classes
+  Chunk permanent;  // internal_alloc_permanent()
   std::atomic<size_t> mapped_bytes;
 };
 
@@ -46,6 +50,20 @@ void* map_counted(size_t size) {
   return memory;
 }
 
+// carve() cuts `size` bytes from `chunk`, starting a new chunk when the old one is short; its tail
+// is abandoned (at most a quarter of a chunk, as requests are at most that big). Lock held.
+void* carve(Chunk& chunk, size_t size) {
+  if (chunk.cursor == nullptr || static_cast<size_t>(chunk.end - chunk.cursor) < size) {
+    char* fresh = static_cast<char*>(map_counted(kChunkSize));
+    if (fresh == nullptr) return nullptr;
+    chunk.cursor = fresh;
+    chunk.end = fresh + kChunkSize;
+  }
+  void* block = chunk.cursor;
+  chunk.cursor += size;
+  return block;
+}
+
 }  // namespace
 
 void* internal_alloc(size_t size) {
@@ -61,33 +79,14 @@ void* internal_alloc(size_t size) {
     memset(static_cast<void*>(reused), 0, block_size);
     return reused;
   }
-  if (g_allocator.chunk_cursor == nullptr ||
-      static_cast<size_t>(g_allocator.chunk_end - g_allocator.chunk_cursor) < block_size) {
-    // The tail of the old chunk is abandoned: at most 2 KiB per 64 KiB.
-    char* chunk = static_cast<char*>(map_counted(kChunkSize));
-    if (chunk == nullptr) return nullptr;
-    g_allocator.chunk_cursor = chunk;
-    g_allocator.chunk_end = chunk + kChunkSize;
-  }
-  void* block = g_allocator.chunk_cursor;
-  g_allocator.chunk_cursor += block_size;
-  return block;
+  return carve(g_allocator.classes, block_size);
 }
 
 void* internal_alloc_permanent(size_t size) {
   size = (size + 15) & ~size_t{15};
   if (size > kChunkSize / 4) return internal_alloc(size);  // large: mapped on its own
   SpinLockGuard guard(g_allocator.lock);
-  if (g_allocator.permanent_cursor == nullptr ||
-      static_cast<size_t>(g_allocator.permanent_end - g_allocator.permanent_cursor) < size) {
-    char* chunk = static_cast<char*>(map_counted(kChunkSize));  // the old chunk's tail is abandoned
-    if (chunk == nullptr) return nullptr;
-    g_allocator.permanent_cursor = chunk;
-    g_allocator.permanent_end = chunk + kChunkSize;
-  }
-  void* block = g_allocator.permanent_cursor;
-  g_allocator.permanent_cursor += size;
-  return block;
+  return carve(g_allocator.permanent, size);
 }
 
 void internal_free(void* pointer, size_t size) {
