@@ -52,7 +52,7 @@ constexpr const char* kExpected_count = "a whole number";
 constexpr const char* kExpected_duration = "a duration such as 500ms or 2s";
 constexpr const char* kExpected_path = "a non-empty path";
 constexpr const char* kExpected_unwind = "libunwind or fp";
-constexpr const char* kExpected_size = "a size such as 0, 4096, 512KiB or 1MiB";
+constexpr const char* kExpected_size = "a size such as 0, 4096, 512KiB or 1M";
 
 size_t format_bool(OptionBool value, char* out, size_t size) {
   return static_cast<size_t>(snprintf(out, size, "%d", value ? 1 : 0));
@@ -118,16 +118,26 @@ bool parse_size_bytes(const char* text, size_t length, uint64_t* out) {
     value = value * 10 + static_cast<uint64_t>(text[i++] - '0');
   }
   if (i == 0) return false;
+  // Binary multiples however written: K, KB, KiB (and M, G alike); B or nothing for bytes.
+  static const struct {
+    char letter;
+    uint64_t scale;
+  } kMultiples[] = {{'K', 1ull << 10}, {'M', 1ull << 20}, {'G', 1ull << 30}};
   const char* unit = text + i;
   size_t unit_length = length - i;
-  uint64_t scale;
-  if (unit_length == 0 || (unit_length == 1 && unit[0] == 'B')) scale = 1;
-  else if (unit_length == 3 && memcmp(unit, "KiB", 3) == 0) scale = 1ull << 10;
-  else if (unit_length == 3 && memcmp(unit, "MiB", 3) == 0) scale = 1ull << 20;
-  else if (unit_length == 3 && memcmp(unit, "GiB", 3) == 0) scale = 1ull << 30;
-  else return false;
-  *out = value * scale;
-  return true;
+  if (unit_length == 0 || (unit_length == 1 && unit[0] == 'B')) {
+    *out = value;
+    return true;
+  }
+  for (const auto& multiple : kMultiples) {
+    if (unit[0] != multiple.letter) continue;
+    bool spelled = unit_length == 1 || (unit_length == 2 && unit[1] == 'B') ||
+                   (unit_length == 3 && unit[1] == 'i' && unit[2] == 'B');
+    if (!spelled) return false;
+    *out = value * multiple.scale;
+    return true;
+  }
+  return false;
 }
 
 bool parse_duration_ns(const char* text, size_t length, uint64_t* out) {

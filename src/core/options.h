@@ -50,7 +50,8 @@ size_t options_format(const Options& options, char* out, size_t size);
 // options_help_text() is the help=1 text: one line per option with its default and meaning.
 const char* options_help_text();
 
-// parse_size_bytes() reads "0", "4096", "512KiB", "1MiB", "1GiB". Returns false on malformed text.
+// parse_size_bytes() reads "0", "4096", "512KiB", "64K", "1MB", "2GiB" (multiples are binary).
+// Returns false on malformed text.
 bool parse_size_bytes(const char* text, size_t length, uint64_t* out);
 
 // parse_duration_ns() reads "250ms", "1s", "1.5m"... Returns false on malformed text.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 namespace leakscope::internal {
@@ -63,6 +64,17 @@ TEST(Options, DurationsAcceptEveryUnitAndFractions) {
   EXPECT_TRUE(parse_duration_ns("10us", 4, &ns));
   EXPECT_EQ(ns, 10000ull);
   EXPECT_FALSE(parse_duration_ns("s", 1, &ns));
+}
+
+TEST(Options, SizesAcceptEveryWayOfWritingBinaryMultiples) {
+  uint64_t bytes = 0;
+  for (const char* text : {"524288", "512K", "512KB", "512KiB"}) {
+    ASSERT_TRUE(parse_size_bytes(text, strlen(text), &bytes)) << text;
+    EXPECT_EQ(bytes, 512u * 1024) << text;
+  }
+  EXPECT_TRUE(parse_size_bytes("2GiB", 4, &bytes));
+  EXPECT_EQ(bytes, 2ull << 30);
+  for (const char* text : {"", "K", "12Kb", "3 MiB", "1.5M", "7T"}) EXPECT_FALSE(parse_size_bytes(text, strlen(text), &bytes)) << text;
 }
 
 TEST(Options, FormatRoundTripsThroughTheParser) {

@@ -61,9 +61,6 @@ struct DiffOptions {
 
 int diff_command(const DiffOptions& options);
 
-// parse_size() reads "512", "64KiB", "1MiB", "2G"...; false when malformed.
-bool parse_size(const std::string& text, int64_t* bytes);
-
 // preload_path() finds libleakscope.so next to this executable (build tree or install); empty
 // when it is not there.
 std::string preload_path();

@@ -5,29 +5,9 @@
 #include <cstring>
 
 #include "cli.h"
+#include "core/options.h"
 
 namespace leakscope::cli {
-
-bool parse_size(const std::string& text, int64_t* bytes) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return false;
-  }
-  std::string unit = text.substr(used);
-  static const std::pair<const char*, double> kUnits[] = {
-      {"", 1}, {"B", 1}, {"K", 1024}, {"KiB", 1024}, {"KB", 1024}, {"M", 1 << 20}, {"MiB", 1 << 20},
-      {"MB", 1 << 20}, {"G", 1 << 30}, {"GiB", 1 << 30}, {"GB", 1 << 30}};
-  for (const auto& [name, scale] : kUnits) {
-    if (unit == name && value >= 0) {
-      *bytes = static_cast<int64_t>(value * scale);
-      return true;
-    }
-  }
-  return false;
-}
 
 int fail(ExitCode code, const std::string& message) {
   fmt::print(stderr, "leakscope: error: {}\n", message);
@@ -104,7 +84,11 @@ int main(int argc, char** argv) {
   }
   if (!command.empty()) return fail(kUsage, "unexpected '--' (only run takes a command)");
   if (report_verb->parsed()) {
-    if (!parse_size(min_bytes, &report.min_bytes)) return fail(kUsage, "--min-bytes: not a size: " + min_bytes);
+    uint64_t bytes = 0;
+    if (!leakscope::internal::parse_size_bytes(min_bytes.data(), min_bytes.size(), &bytes)) {
+      return fail(kUsage, "--min-bytes: not a size: " + min_bytes);
+    }
+    report.min_bytes = static_cast<int64_t>(bytes);
     return report_command(report);
   }
   if (diff_verb->parsed()) return diff_command(diff);
