@@ -33,8 +33,7 @@ TripleEntry* triple_for(ThreadState* thread, Domain domain, StackId stack) {
 }
 
 // current_triple() captures the caller's stack and returns its triple, or nullptr.
-TripleEntry* current_triple(Domain domain) {
-  ThreadState* thread = thread_current();
+TripleEntry* current_triple(Domain domain, ThreadState* thread) {
   if (thread == nullptr) return nullptr;
   uintptr_t frames[kMaxStackDepth];
   int depth = stack_capture(thread, frames, g_depth);
@@ -111,11 +110,9 @@ void recorder_restore_range(const TakenRange& taken) {
 void recorder_set_depth(int depth) { g_depth = depth < 1 ? 1 : depth > kMaxStackDepth ? kMaxStackDepth : depth; }
 
 void recorder_alloc(Domain domain, void* pointer, size_t size) {
-  if (sampler_enabled()) {
-    ThreadState* thread = thread_current();
-    if (thread == nullptr || !sampler_take(thread, size)) return;
-  }
-  TripleEntry* triple = current_triple(domain);
+  ThreadState* thread = thread_current();
+  if (thread == nullptr || (sampler_enabled() && !sampler_take(thread, size))) return;
+  TripleEntry* triple = current_triple(domain, thread);
   if (triple == nullptr) return;
   SampleWeight weight = sample_weight(size);
   triple_record_alloc(triple, weight.bytes, weight.blocks);
@@ -135,7 +132,7 @@ void recorder_restore(const AllocRecord& taken) { put_record(taken); }
 
 void recorder_map(Domain domain, uintptr_t begin, size_t length) {
   recorder_unmap(begin, length);
-  TripleEntry* triple = current_triple(domain);
+  TripleEntry* triple = current_triple(domain, thread_current());
   if (triple == nullptr) return;
   triple_record_alloc(triple, length, 1);  // mappings are few: always recorded, never sampled
   interval_map_insert(Interval{begin, begin + length, static_cast<TripleId>(triple->id), epoch_current()});

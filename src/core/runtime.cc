@@ -361,8 +361,6 @@ void runtime_init() {
   --leakscope_tls_hook_depth;
 }
 
-const Options& runtime_options() { return g_options; }
-
 int runtime_snapshot_now() {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive) return -1;
   ++leakscope_tls_hook_depth;

@@ -50,9 +50,6 @@ LS_ALWAYS_INLINE void hook_end() { --leakscope_tls_hook_depth; }
 // runtime_init() runs the init steps once; other threads wait for it. Thread-safe.
 void runtime_init();
 
-// runtime_options() are the effective options (valid once init ran).
-const Options& runtime_options();
-
 // runtime_snapshot_now() writes a snapshot now; 0 on success, -1 when not tracking or on error.
 int runtime_snapshot_now();
 

@@ -207,7 +207,7 @@ struct EmittedThread {
   char name[kThreadNameSize];
 };
 
-struct EmittedLifetimes {
+struct LifetimeBytes {
   uint64_t bytes[kLifetimeBuckets];
 };
 
@@ -216,7 +216,6 @@ struct WriterState {
   const char* path = nullptr;  // owned by the runtime, stable for the process's life
   uint64_t file_device = 0;
   uint64_t file_inode = 0;
-  uint32_t snapshots = 0;
   uint64_t start_monotonic_ns = 0;
   uint32_t stacks_end = 1;
   uint32_t sites_end = 1;
@@ -519,11 +518,11 @@ void write_births(FrameBuilder& frame, uint32_t triples_end) {
 // kept between snapshots.
 void write_lifetimes(FrameBuilder& frame, const InternalArray<uint32_t>& freed_triples, uint32_t sites_end) {
   InternalArray<uint32_t> sites;
-  InternalArray<EmittedLifetimes> deltas;
+  InternalArray<LifetimeBytes> deltas;
   g_writer.site_slot.resize(sites_end);
   for (size_t i = 0; i < freed_triples.size(); ++i) {
     TripleEntry* triple = triple_get_mutable(static_cast<TripleId>(freed_triples[i]));
-    EmittedLifetimes delta{};
+    LifetimeBytes delta{};
     bool any = false;
     for (int b = 0; b < kLifetimeBuckets; ++b) {
       delta.bytes[b] = triple->freed_bytes_by_lifetime[b].exchange(0, std::memory_order_relaxed);
@@ -533,7 +532,7 @@ void write_lifetimes(FrameBuilder& frame, const InternalArray<uint32_t>& freed_t
     uint32_t& site_slot = g_writer.site_slot[triple->site->id];
     if (site_slot == 0) {
       sites.push_back(triple->site->id);
-      deltas.push_back(EmittedLifetimes{});
+      deltas.push_back(LifetimeBytes{});
       site_slot = static_cast<uint32_t>(sites.size());
     }
     size_t slot = site_slot - 1;
@@ -558,7 +557,6 @@ void write_lifetimes(FrameBuilder& frame, const InternalArray<uint32_t>& freed_t
 }
 
 void reset_emitted_state() {
-  g_writer.snapshots = 0;
   g_writer.stacks_end = g_writer.sites_end = g_writer.triples_end = g_writer.tasks_end = 1;
   g_writer.modules_end = 0;
   g_writer.module_unload_emitted.clear();
@@ -664,12 +662,9 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   freed_triples.release();
   if (!frame.finish()) return -ENOMEM;
   if (int error = ensure_output(); error != 0) return error;
-  int error = sys::write_all(g_writer.fd, frame.data(), frame.size());
-  if (error == 0) ++g_writer.snapshots;
-  return error;
+  return sys::write_all(g_writer.fd, frame.data(), frame.size());
 }
 
 int snapshot_writer_fd() { return g_writer.fd; }
-uint32_t snapshot_writer_count() { return g_writer.snapshots; }
 
 }  // namespace leakscope::internal

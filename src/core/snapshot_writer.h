@@ -47,9 +47,6 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final);
 // snapshot_writer_fd() is the stream's descriptor, or -1.
 int snapshot_writer_fd();
 
-// snapshot_writer_count() is the number of snapshots written to the current stream.
-uint32_t snapshot_writer_count();
-
 }  // namespace leakscope::internal
 
 #endif  // LEAKSCOPE_CORE_SNAPSHOT_WRITER_H_
