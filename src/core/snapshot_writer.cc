@@ -110,6 +110,12 @@ class FrameBuilder {
   const uint8_t* data() const { return bytes_.data(); }
   size_t size() const { return bytes_.size(); }
 
+  // trim() gives back a buffer grown for an unusually large frame (the first snapshot of a process
+  // with hundreds of thousands of stacks), so it does not stay mapped for the rest of the run.
+  void trim() {
+    if (bytes_.size() > kKeptCapacity) bytes_.release();
+  }
+
  private:
   uint8_t* reserve(size_t extra) {
     if (failed_ || !bytes_.reserve(bytes_.size() + extra)) {
@@ -122,6 +128,7 @@ class FrameBuilder {
   InternalArray<uint8_t> bytes_;
   FrameType type_ = FrameType::kSnapshot;
   bool failed_ = false;
+  static constexpr size_t kKeptCapacity = size_t{1} << 20;
 };
 
 // BirthMap: live bytes and blocks per (triple, birth epoch), open addressing, key 0 = empty.
@@ -336,8 +343,9 @@ void write_stacks(FrameBuilder& frame, uint32_t stacks_end) {
     frame.varint(stack->depth);
     uintptr_t previous = 0;
     for (uint32_t i = 0; i < stack->depth; ++i) {
-      frame.signed_varint(static_cast<int64_t>(stack->frames[i] - previous));
-      previous = stack->frames[i];
+      uintptr_t address = stack->frame(i);
+      frame.signed_varint(static_cast<int64_t>(address - previous));
+      previous = address;
     }
   }
   frame.end_list(mark, stacks_end - g_writer.stacks_end);
@@ -661,8 +669,10 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   write_lifetimes(frame, freed_triples, sites_end);
   freed_triples.release();
   if (!frame.finish()) return -ENOMEM;
-  if (int error = ensure_output(); error != 0) return error;
-  return sys::write_all(g_writer.fd, frame.data(), frame.size());
+  int error = ensure_output();
+  if (error == 0) error = sys::write_all(g_writer.fd, frame.data(), frame.size());
+  frame.trim();
+  return error;
 }
 
 int snapshot_writer_fd() { return g_writer.fd; }

@@ -31,8 +31,32 @@ TEST_F(Registries, SameFramesGiveTheSameStackId) {
   const StackEntry* entry = depot_get(first);
   ASSERT_NE(entry, nullptr);
   EXPECT_EQ(entry->depth, 3u);
-  EXPECT_EQ(entry->frames[2], 3u);
+  EXPECT_EQ(entry->frame(2), 3u);
   EXPECT_EQ(depot_intern(a, 0), StackId::kNone);
+}
+
+TEST_F(Registries, DeepStacksKeepEveryFrameAndShareTheirTail) {
+  uintptr_t one[40], two[40];
+  for (uintptr_t i = 0; i < 40; ++i) one[i] = two[i] = 0x5000 + i;
+  two[3] = 0x9999;  // differs in the head only
+  StackId first = depot_intern(one, 40), second = depot_intern(two, 40);
+  ASSERT_NE(first, StackId::kNone);
+  ASSERT_NE(second, first);
+  const StackEntry* a = depot_get(first);
+  const StackEntry* b = depot_get(second);
+  for (uint32_t i = 0; i < 40; ++i) {
+    EXPECT_EQ(a->frame(i), one[i]);
+    EXPECT_EQ(b->frame(i), two[i]);
+  }
+  EXPECT_EQ(a->tail, b->tail);
+  two[3] = one[3];
+  two[30] = 0x7777;  // differs in the tail only
+  StackId third = depot_intern(two, 40);
+  EXPECT_NE(third, first);
+  EXPECT_NE(depot_get(third)->tail, a->tail);
+  two[30] = one[30];
+  EXPECT_EQ(depot_intern(two, 40), first);
+  EXPECT_NE(depot_intern(one, 9), depot_intern(one, 8));
 }
 
 TEST_F(Registries, ConcurrentInterningAgreesOnEveryId) {
