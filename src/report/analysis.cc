@@ -60,7 +60,11 @@ std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>&
   if (samples.size() < kMinSamples) return findings;
   std::vector<SeriesPoint> rss, tracked;
   for (const ProcessSample& sample : samples) {
-    rss.push_back({sample.time_s, static_cast<double>(sample.rss_bytes)});
+    // Anonymous memory only: file pages (a large library's code faulting in as new paths run) are
+    // not allocations. leakscope's own memory is anonymous too, and grows with new stacks: it is
+    // known, not unexplained.
+    uint64_t program_anon = sample.anon_bytes > sample.overhead_bytes ? sample.anon_bytes - sample.overhead_bytes : 0;
+    rss.push_back({sample.time_s, static_cast<double>(program_anon)});
     double host = 0;
     for (size_t d = 0; d < sample.tracked_bytes.size(); ++d) {
       if (is_host_domain(static_cast<Domain>(d))) host += static_cast<double>(sample.tracked_bytes[d]);
@@ -77,7 +81,7 @@ std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>&
       finding.untracked_growth_bytes_per_min >= kMinUntrackedShare * finding.rss_growth_bytes_per_min &&
       finding.untracked_growth_bytes_per_min >= kMinUntrackedBytesPerMin) {
     finding.text = fmt::format(
-        "RSS grows {}/min but tracked allocations only {}/min: {}/min is not explained by them "
+        "anonymous RSS (less leakscope's own memory) grows {}/min but tracked allocations only {}/min: {}/min is not explained by them "
         "(fragmentation, memory the allocator keeps, or memory leakscope does not see)",
         format_bytes(static_cast<int64_t>(finding.rss_growth_bytes_per_min)),
         format_bytes(static_cast<int64_t>(finding.tracked_growth_bytes_per_min)),

@@ -43,6 +43,7 @@ void LiveSeries::sample(const RunState& state) {
   point.pss_bytes = snapshot.pss_bytes;
   point.anon_bytes = snapshot.anon_bytes;
   point.file_bytes = snapshot.file_bytes;
+  point.overhead_bytes = snapshot.overhead_bytes;
   size_t index = times_.size();
   const auto& sites = state.sites();
   for (size_t id = 1; id < sites.size(); ++id) {

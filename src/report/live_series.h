@@ -23,6 +23,7 @@ namespace leakscope::report {
 struct ProcessSample {
   double time_s = 0;
   uint64_t rss_bytes = 0, pss_bytes = 0, anon_bytes = 0, file_bytes = 0;
+  uint64_t overhead_bytes = 0;  // leakscope's own memory, part of rss_bytes
   std::array<int64_t, internal::kDomainCount> tracked_bytes{};  // live bytes per domain
 };
 

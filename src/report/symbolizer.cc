@@ -54,6 +54,46 @@ std::string demangle(const char* name) {
   return result;
 }
 
+// declaring_die() follows abstract origins and out-of-line definitions to the DIE that declares
+// the function, which sits inside its namespaces and classes.
+Dwarf_Die declaring_die(Dwarf_Die* die) {
+  Dwarf_Die current = *die;
+  for (int hops = 0; hops < 4; ++hops) {
+    Dwarf_Attribute attribute;
+    Dwarf_Die next;
+    if ((dwarf_attr(&current, DW_AT_abstract_origin, &attribute) != nullptr ||
+         dwarf_attr(&current, DW_AT_specification, &attribute) != nullptr) &&
+        dwarf_formref_die(&attribute, &next) != nullptr) {
+      current = next;
+      continue;
+    }
+    break;
+  }
+  return current;
+}
+
+// qualified_name() is `name` with the namespaces and classes that enclose `declaration`, for
+// functions that have no linkage name (internal linkage, such as those in an anonymous namespace).
+std::string qualified_name(Dwarf_Die* declaration, const char* name) {
+  Dwarf_Die* scopes = nullptr;
+  int count = dwarf_getscopes_die(declaration, &scopes);
+  std::string qualified;
+  for (int i = count - 1; i >= 1; --i) {  // scopes[0] is the declaration itself
+    int tag = dwarf_tag(&scopes[i]);
+    const char* scope_name = dwarf_diename(&scopes[i]);
+    if (tag == DW_TAG_namespace) {
+      qualified += scope_name != nullptr ? scope_name : "(anonymous namespace)";
+      qualified += "::";
+    } else if ((tag == DW_TAG_class_type || tag == DW_TAG_structure_type || tag == DW_TAG_union_type) &&
+               scope_name != nullptr) {
+      qualified += scope_name;
+      qualified += "::";
+    }
+  }
+  std::free(scopes);
+  return qualified + name;
+}
+
 std::string die_name(Dwarf_Die* die) {
   Dwarf_Attribute attribute;
   for (int name : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
@@ -63,7 +103,9 @@ std::string die_name(Dwarf_Die* die) {
   }
   const char* plain = dwarf_diename(die);
   if (plain == nullptr && dwarf_attr_integrate(die, DW_AT_name, &attribute) != nullptr) plain = dwarf_formstring(&attribute);
-  return plain != nullptr ? plain : "";
+  if (plain == nullptr) return "";
+  Dwarf_Die declaration = declaring_die(die);
+  return qualified_name(&declaration, plain);
 }
 
 // Inlined calls around `address`: outer frames with the call site of each inlined function.

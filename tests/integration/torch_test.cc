@@ -1,6 +1,8 @@
 // c10 attribution on the real PyTorch of this machine (Debian's libtorch-dev and python3-torch):
 // exact tensor-storage counts in C++ and in Python, a tensor-level leak called a leak and named at
-// the program's function once framework frames are folded, and steady inference that is clean.
+// the program's function once framework frames are folded, steady inference that is clean, the
+// real growth of torch.jit.script's compilation unit, and repeated torch::jit::load that is not a
+// leak.
 #include <gtest/gtest.h>
 
 #include "harness.h"
@@ -20,13 +22,13 @@ bool python_has_torch() {
 #define REQUIRE_PYTHON_TORCH() \
   if (!python_has_torch()) GTEST_SKIP() << "python3-torch is not installed (scripts/install_deps.sh installs it)"
 
-// c10_sites() lists the live c10_cpu sites that have `function` among their frames.
+// c10_sites() lists the live c10_cpu sites with a frame whose function name contains `function`.
 std::vector<nlohmann::json> c10_sites(const nlohmann::json& document, const std::string& function) {
   std::vector<nlohmann::json> found;
   for (const auto& site : document["sites"]) {
     if (site["domain"] != "c10_cpu") continue;
     for (const auto& frame : site["frames"]) {
-      if (frame["function"].is_string() && frame["function"].get<std::string>().rfind(function, 0) == 0) {
+      if (frame["function"].is_string() && frame["function"].get<std::string>().find(function) != std::string::npos) {
         found.push_back(site);
         break;
       }
@@ -135,6 +137,117 @@ os._exit(0)
   for (const auto& site : report_json(directory + "/steady.lsc")["sites"]) {
     EXPECT_FALSE(site["domain"] == "c10_cpu" && site["verdict"] == "leak") << site.dump(1);
   }
+}
+
+TEST(Torch, TorchDemoServiceLeaksTensorsInOneFunctionAndCachesTheRest) {
+  REQUIRE_LIBTORCH();
+  std::string file = scratch_dir() + "/demo.lsc";
+  Outcome outcome = leakscope({"run", "-o", file, "--interval", "250ms", "--", LEAKSCOPE_DEMO_TORCH, "--seconds", "6"});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  Outcome everything = leakscope({"report", "--format", "json", "--top", "1000", "--fold", "torch", file});
+  ASSERT_EQ(everything.exit_code, 0) << everything.err;
+  nlohmann::json all_sites = nlohmann::json::parse(everything.out);
+  // The session history: one 2 KiB tensor (512 floats) per streaming request, a leak in c10_cpu
+  // made inside the task "request" on both workers.
+  std::vector<nlohmann::json> leaking = c10_sites(all_sites, "remember_session_state");
+  ASSERT_EQ(leaking.size(), 1u);
+  const nlohmann::json& leak = leaking[0];
+  EXPECT_EQ(leak["verdict"], "leak") << leak.dump(1);
+  EXPECT_EQ(leak["live_bytes"].get<int64_t>(), leak["live_blocks"].get<int64_t>() * 512 * 4);
+  EXPECT_GT(leak["live_blocks"].get<int64_t>(), 20);
+  ASSERT_EQ(leak["tasks"].size(), 1u);
+  EXPECT_EQ(leak["tasks"][0]["name"], "request");
+  EXPECT_EQ(leak["threads"].size(), 2u);
+  // The weights: 4 layers of 512 x 512 floats and 512 biases, made in the task "startup".
+  std::vector<nlohmann::json> weights = c10_sites(all_sites, "load_model_weights");
+  int64_t weight_bytes = 0;
+  for (const auto& site : weights) {
+    EXPECT_NE(site["verdict"], "leak") << site.dump(1);
+    weight_bytes += site["live_bytes"].get<int64_t>();
+  }
+  EXPECT_EQ(weight_bytes, 4 * (512 * 512 + 512) * 4);
+  // The output cache: 64 entries of 8 x 512 floats per worker, bounded.
+  std::vector<nlohmann::json> cached = c10_sites(all_sites, "OutputCache::store");
+  ASSERT_EQ(cached.size(), 1u);
+  EXPECT_EQ(cached[0]["live_blocks"], 2 * 64);
+  EXPECT_NE(cached[0]["verdict"], "leak");
+  EXPECT_TRUE(c10_sites(all_sites, "run_forward").empty()) << "activations are freed with the request";
+  // Every leak, in any domain (the tensor's heap-allocated TensorImpl too), is the session history.
+  for (const auto& site : all_sites["sites"]) {
+    if (site["verdict"] != "leak") continue;
+    bool in_history = false;
+    for (const auto& frame : site["frames"]) {
+      in_history |= frame["function"].is_string() &&
+                    frame["function"].get<std::string>().find("remember_session_state") != std::string::npos;
+    }
+    EXPECT_TRUE(in_history) << site.dump(1);
+  }
+}
+
+std::string fixture_source(const std::string& name) {
+  return std::string(LEAKSCOPE_FIXTURE_SOURCE_DIR) + "/" + name;
+}
+
+bool has_frame_containing(const nlohmann::json& site, const std::string& text, size_t within) {
+  const nlohmann::json& frames = site["frames"];
+  for (size_t i = 0; i < frames.size() && i < within; ++i) {
+    if (frames[i]["function"].is_string() && frames[i]["function"].get<std::string>().find(text) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST(Torch, JitScriptInALoopIsALeakInTheCompilationUnit) {
+  REQUIRE_PYTHON_TORCH();
+  std::string file = scratch_dir() + "/jit.lsc";
+  Outcome outcome = leakscope({"run", "-o", file, "--interval", "200ms", "--", kPython,
+                               fixture_source("jit_script_loop.py"), "4"});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  ASSERT_EQ(outcome.out.rfind("functions=", 0), 0u) << outcome.out;
+  int64_t functions = std::stoll(outcome.out.substr(10));
+  ASSERT_GE(functions, 50);
+  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", "--min-bytes", "64KiB", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  nlohmann::json document = nlohmann::json::parse(report.out);
+  // Every compiled function leaves blocks behind at the same native sites (the Python call path is
+  // the same each time), so those sites hold exactly one block per function and grow with them.
+  int one_block_per_function = 0;
+  for (const auto& site : document["sites"]) {
+    if (site["verdict"] != "leak") continue;
+    EXPECT_EQ(site["domain"], "heap") << site.dump(1);
+    EXPECT_TRUE(has_frame_containing(site, "torch::jit::", 8)) << site["frames"].dump(1);
+    ASSERT_EQ(site["threads"].size(), 1u);
+    EXPECT_EQ(site["threads"][0]["name"], "python3");
+    one_block_per_function += site["live_blocks"] == functions;
+  }
+  EXPECT_GE(one_block_per_function, 3) << functions << " functions";
+  EXPECT_TRUE(document["findings"].empty()) << "leakscope's own memory is not unexplained growth: "
+                                            << document["findings"].dump(1);
+}
+
+TEST(Torch, RepeatedJitLoadIsWarmUpNotALeak) {
+  REQUIRE_LIBTORCH();
+  REQUIRE_PYTHON_TORCH();
+  std::string directory = scratch_dir();
+  std::string model = directory + "/model.pt";
+  Outcome made = run_program({kPython, fixture_source("make_torchscript_model.py"), model}, {{"LD_PRELOAD", ""}});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::string file = directory + "/load.lsc";
+  Outcome outcome = leakscope({"run", "-o", file, "--interval", "200ms", "--", fixture("torch_jit_load"), model, "5"});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  ASSERT_EQ(outcome.out.rfind("loads=", 0), 0u) << outcome.out;
+  ASSERT_GE(std::stoll(outcome.out.substr(6)), 50);
+  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", "--min-bytes", "16KiB", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  nlohmann::json document = nlohmann::json::parse(report.out);
+  int judged_warm_up = 0;
+  for (const auto& site : document["sites"]) {
+    EXPECT_NE(site["verdict"], "leak") << site.dump(1);
+    judged_warm_up += site["verdict"] == "startup" || site["verdict"] == "cache";
+  }
+  EXPECT_GT(judged_warm_up, 0) << "the warm-up growth is classified";
+  EXPECT_TRUE(document["findings"].empty()) << document["findings"].dump(1);
 }
 
 }  // namespace
