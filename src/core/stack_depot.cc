@@ -39,7 +39,7 @@ const StackTail* intern_tail(const uintptr_t* frames, uint32_t depth) {
 
 }  // namespace
 
-bool depot_init() { return g_stacks.init(18) && g_tails.init(14); }
+bool depot_init() { return g_stacks.init(12) && g_tails.init(10); }
 
 StackId depot_intern(const uintptr_t* frames, int signed_depth) {
   if (signed_depth <= 0) return StackId::kNone;

@@ -25,7 +25,7 @@ SiteEntry* site_intern(Domain domain, StackId stack) {
 
 }  // namespace
 
-bool triple_registry_init() { return g_sites.init(16) && g_triples.init(17); }
+bool triple_registry_init() { return g_sites.init(12) && g_triples.init(12); }
 
 TripleEntry* triple_intern(Domain domain, ThreadIdx thread, TaskId task, StackId stack) {
   uint64_t hash = hash_mix((static_cast<uint64_t>(raw(stack)) << 32 | raw(task)) ^
