@@ -10,15 +10,36 @@ namespace leakscope::report {
 
 using internal::domain_name;
 
-nlohmann::json dump_json(const RunState& state, Symbolizer& symbolizer) {
-  nlohmann::json document = run_header_json(state);
-  nlohmann::json sites = nlohmann::json::array();
-  for (const SiteSummary& site : summarize_live_sites(state)) sites.push_back(site_json(site, symbolizer));
-  document["sites"] = std::move(sites);
-  return document;
+namespace {
+
+// indented() is `text` with every line after the first indented by `spaces`.
+std::string indented(const std::string& text, size_t spaces) {
+  std::string result;
+  result.reserve(text.size());
+  for (char c : text) {
+    result += c;
+    if (c == '\n') result.append(spaces, ' ');
+  }
+  return result;
 }
 
-std::string dump_text(const RunState& state, Symbolizer& symbolizer, int max_frames) {
+}  // namespace
+
+void write_dump_json(const RunState& state, Symbolizer& symbolizer, std::FILE* out) {
+  // The header's members, then "sites" last, one site at a time.
+  std::string header = run_header_json(state).dump(2);
+  header.erase(header.find_last_of('}'));
+  while (!header.empty() && (header.back() == '\n' || header.back() == ' ')) header.pop_back();
+  fmt::print(out, "{},\n  \"sites\": [", header);
+  bool first = true;
+  for (const SiteSummary& site : summarize_live_sites(state)) {
+    fmt::print(out, "{}\n    {}", first ? "" : ",", indented(site_json(site, symbolizer).dump(2), 4));
+    first = false;
+  }
+  fmt::print(out, "{}]\n}}\n", first ? "" : "\n  ");
+}
+
+void write_dump_text(const RunState& state, Symbolizer& symbolizer, std::FILE* out_file, int max_frames) {
   const SnapshotInfo& last = state.last_snapshot();
   std::string out;
   out += fmt::format("{} (pid {}): {} snapshots over {}, ended by {}\n", state.process().exe, state.process().pid,
@@ -39,6 +60,8 @@ std::string dump_text(const RunState& state, Symbolizer& symbolizer, int max_fra
   }
   int rank = 0;
   for (const SiteSummary& site : summarize_live_sites(state)) {
+    std::fwrite(out.data(), 1, out.size(), out_file);
+    out.clear();
     out += fmt::format("\n#{} {} {} in {} block{}\n", ++rank, domain_name(site.domain), format_bytes(site.live_bytes),
                        site.live_blocks, site.live_blocks == 1 ? "" : "s");
     const auto& frames = symbolizer.stack(site.stack);
@@ -48,7 +71,7 @@ std::string dump_text(const RunState& state, Symbolizer& symbolizer, int max_fra
     if (frames.size() > static_cast<size_t>(max_frames)) out += fmt::format("    ... {} more frames\n", frames.size() - max_frames);
     out += fmt::format("    {}\n", owners_text(site));
   }
-  return out;
+  std::fwrite(out.data(), 1, out.size(), out_file);
 }
 
 }  // namespace leakscope::report

@@ -5,20 +5,20 @@
 #ifndef LEAKSCOPE_REPORT_DUMP_FORMAT_H_
 #define LEAKSCOPE_REPORT_DUMP_FORMAT_H_
 
-#include <string>
-
-#include <nlohmann/json.hpp>
+#include <cstdio>
 
 #include "report/run_state.h"
 #include "report/symbolizer.h"
 
 namespace leakscope::report {
 
-// dump_json() returns the dump document for the state's current snapshot.
-nlohmann::json dump_json(const RunState& state, Symbolizer& symbolizer);
+// Both write site by site, so that a dump of a process with a million sites never holds them all.
 
-// dump_text() renders the same content for a terminal, at most `max_frames` frames per site.
-std::string dump_text(const RunState& state, Symbolizer& symbolizer, int max_frames = 8);
+// write_dump_json() writes the dump document for the state's current snapshot to `out`.
+void write_dump_json(const RunState& state, Symbolizer& symbolizer, std::FILE* out);
+
+// write_dump_text() writes the same content for a terminal, at most `max_frames` frames per site.
+void write_dump_text(const RunState& state, Symbolizer& symbolizer, std::FILE* out, int max_frames = 8);
 
 }  // namespace leakscope::report
 

@@ -341,8 +341,7 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
   return frames;
 }
 
-const std::vector<SymbolizedFrame>& Symbolizer::stack(uint32_t id) {
-  if (auto found = stacks_.find(id); found != stacks_.end()) return found->second;
+std::vector<SymbolizedFrame> Symbolizer::stack(uint32_t id) {
   std::vector<SymbolizedFrame> frames;
   if (id < state_.stacks().size()) {
     const Stack& stack = state_.stacks()[id];
@@ -354,7 +353,7 @@ const std::vector<SymbolizedFrame>& Symbolizer::stack(uint32_t id) {
   size_t first = 0;
   while (first + 1 < frames.size() && is_allocator_entry(frames[first].function)) ++first;
   frames.erase(frames.begin(), frames.begin() + static_cast<long>(first));
-  return stacks_.emplace(id, std::move(frames)).first->second;
+  return frames;
 }
 
 }  // namespace leakscope::report

@@ -38,8 +38,9 @@ class Symbolizer {
   Symbolizer& operator=(const Symbolizer&) = delete;
 
   // stack() symbolizes stack `id` (innermost first) with leading allocator entry points
-  // (operator new and friends) removed, so frames[0] is the program's own code.
-  const std::vector<SymbolizedFrame>& stack(uint32_t id);
+  // (operator new and friends) removed, so frames[0] is the program's own code. Frames are cached
+  // per address, stacks are not: a dump of a million stacks must not hold them all.
+  std::vector<SymbolizedFrame> stack(uint32_t id);
 
  private:
   struct ModuleDebug;
@@ -50,7 +51,6 @@ class Symbolizer {
   const RunState& state_;
   std::vector<std::unique_ptr<ModuleDebug>> debug_;
   std::unordered_map<uint64_t, std::vector<SymbolizedFrame>> frames_;  // by address and module
-  std::unordered_map<uint32_t, std::vector<SymbolizedFrame>> stacks_;
 };
 
 // FrameFolder collapses each run of consecutive frames from framework modules into one frame, so

@@ -14,9 +14,11 @@ int dump_command(const DumpOptions& options) {
   try {
     report::RunState state = report::load_run(options.file, options.at);
     report::Symbolizer symbolizer(state);
-    std::string text = options.format == "json" ? report::dump_json(state, symbolizer).dump(2) + "\n"
-                                                : report::dump_text(state, symbolizer);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (options.format == "json") {
+      report::write_dump_json(state, symbolizer, stdout);
+    } else {
+      report::write_dump_text(state, symbolizer, stdout);
+    }
     return kOk;
   } catch (const report::StreamError& error) {
     return fail(kBadInput, error.what());
