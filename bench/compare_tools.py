@@ -134,12 +134,14 @@ def clear_outputs(tool):
         os.remove(path)
 
 
-def compare(build, rounds, quick):
+def compare(build, rounds, quick, only=None):
     scratch = tempfile.mkdtemp(prefix="leakscope-bench-")
     lines = ["| workload | tool | wall s (median, min-max) | wall ratio | CPU ratio | peak RSS ratio | output | report s |",
              "|---|---|---|---|---|---|---|---|"]
     all_tools = tools(build, scratch)
     for name, argv, runs_under in workloads(build, quick, scratch):
+        if only and only not in name:
+            continue
         chosen = [tool for tool in all_tools if runs_under(tool.name)]
         results = {tool.name: [] for tool in chosen}
         output_bytes, report_s, failed = {}, {}, {}
@@ -215,6 +217,29 @@ def depth_costs(build, rounds, quick):
     return lines
 
 
+def memory_per_block(build):
+    """leakscope's own memory per live heap block, from the stream's overhead figure at exit, for
+    a process holding 1 M and 4 M blocks (the difference removes the fixed part)."""
+    leakscope = os.path.join(build, "bin", "leakscope")
+    scratch = tempfile.mkdtemp(prefix="leakscope-memory-")
+    stream = os.path.join(scratch, "run.lsc")
+    overhead = {}
+    for count in (1 << 20, 1 << 22):
+        run_once([leakscope, "run", "-o", stream, "--", os.path.join(build, "bin", "live_blocks"), str(count)],
+                 dict(os.environ))
+        reported = subprocess.run([leakscope, "report", "--format", "json", "--top", "1", stream],
+                                  capture_output=True, text=True, check=True)
+        overhead[count] = json.loads(reported.stdout)["overhead_bytes"]
+    shutil.rmtree(scratch, ignore_errors=True)
+    lines = ["| live heap blocks | leakscope's own memory | per block |", "|---|---|---|"]
+    for count, size in overhead.items():
+        lines.append(f"| {count} | {size / 2**20:.1f} MiB | {size / count:.1f} B |")
+    (small, small_size), (large, large_size) = overhead.items()
+    lines.append(f"| 4 M - 1 M (marginal) | {(large_size - small_size) / 2**20:.1f} MiB | "
+                 f"{(large_size - small_size) / (large - small):.1f} B |")
+    return lines
+
+
 def hook_costs(build):
     bench = os.path.join(build, "bin", "hook_cost_bench")
     preload = os.path.join(build, "lib", "libleakscope.so")
@@ -260,14 +285,18 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="smaller inputs, for a smoke run")
     parser.add_argument("--output", help="also write the tables to this markdown file")
+    parser.add_argument("--only", help="run only the side-by-side table, for workloads whose name contains this")
     options = parser.parse_args()
     out = open(options.output, "w") if options.output else None
     sections = (lambda: [f"Measured {time.strftime('%Y-%m-%d')} on {platform.node()} ({os.cpu_count()} cores, "
                          f"{platform.platform()}), {options.rounds} rounds, tools alternating."],
-                lambda: compare(options.build, options.rounds, options.quick),
+                lambda: compare(options.build, options.rounds, options.quick, options.only),
                 lambda: depth_costs(options.build, options.rounds, options.quick),
+                lambda: memory_per_block(options.build),
                 lambda: hook_costs(options.build),
                 lambda: report_on_long_streams(options.build, 3 if not options.quick else 1))
+    if options.only:
+        sections = sections[:2]
     for number, section in enumerate(sections):
         text = ("\n" if number else "") + "\n".join(section()) + "\n"  # each table as soon as it is measured
         print(text, end="", flush=True)
