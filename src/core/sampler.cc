@@ -9,8 +9,13 @@ namespace {
 
 uint64_t g_interval = 0;
 
-constexpr uint32_t kFilterBits = 20;
-std::atomic<uint16_t> g_filter[1u << kFilterBits];  // pages are touched only where used
+// Every free in sampled mode reads one counter, so the filter must stay in cache: 128 KiB of
+// one-byte counters. Recorded blocks are few (one per R bytes of live heap, plus large blocks),
+// so a slot is rarely shared; a counter that reaches 255 stays there ("maybe" for ever), which
+// costs only table lookups for that slot and never a missed free.
+constexpr uint32_t kFilterBits = 17;
+constexpr uint8_t kSaturated = 255;
+std::atomic<uint8_t> g_filter[1u << kFilterBits];
 
 inline uint32_t filter_slot(uintptr_t pointer) {
   return static_cast<uint32_t>(((static_cast<uint64_t>(pointer) >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - kFilterBits));
@@ -60,8 +65,20 @@ SampleWeight sample_weight(uint64_t size) {
           static_cast<uint64_t>(1.0 / probability + 0.5)};
 }
 
-void sampler_filter_add(uintptr_t pointer) { g_filter[filter_slot(pointer)].fetch_add(1, std::memory_order_relaxed); }
-void sampler_filter_remove(uintptr_t pointer) { g_filter[filter_slot(pointer)].fetch_sub(1, std::memory_order_relaxed); }
+void sampler_filter_add(uintptr_t pointer) {
+  std::atomic<uint8_t>& counter = g_filter[filter_slot(pointer)];
+  uint8_t value = counter.load(std::memory_order_relaxed);
+  while (value != kSaturated && !counter.compare_exchange_weak(value, value + 1, std::memory_order_relaxed)) {
+  }
+}
+
+void sampler_filter_remove(uintptr_t pointer) {
+  std::atomic<uint8_t>& counter = g_filter[filter_slot(pointer)];
+  uint8_t value = counter.load(std::memory_order_relaxed);
+  while (value != kSaturated && value != 0 &&
+         !counter.compare_exchange_weak(value, value - 1, std::memory_order_relaxed)) {
+  }
+}
 
 // A block is added before its pointer is returned to the program, so a free of it (ordered after
 // by the program) sees the count; a zero is therefore a certain "not recorded".

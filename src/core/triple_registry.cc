@@ -13,7 +13,7 @@ SiteEntry* site_intern(Domain domain, StackId stack) {
   uint64_t hash = hash_mix((static_cast<uint64_t>(domain) << 32) | raw(stack));
   return g_sites.find_or_insert(
       hash, [&](const SiteEntry* site) { return site->domain == domain && site->stack == stack; },
-      [&]() -> SiteEntry* {  // sites and triples are never freed: no size-class rounding
+      [&]() -> SiteEntry* {  // sites are never freed and rarely written: packed, no size-class rounding
         auto* made = static_cast<SiteEntry*>(internal_alloc_permanent(sizeof(SiteEntry)));
         if (made != nullptr) {
           made->domain = domain;
@@ -38,7 +38,9 @@ TripleEntry* triple_intern(Domain domain, ThreadIdx thread, TaskId task, StackId
   SiteEntry* site = site_intern(domain, stack);
   if (site == nullptr) return nullptr;
   return g_triples.find_or_insert(hash, matches, [&]() -> TripleEntry* {
-    auto* made = static_cast<TripleEntry*>(internal_alloc_permanent(sizeof(TripleEntry)));
+    // From a size class, not packed: the class's alignment keeps each triple on cache lines of
+    // its own, so threads counting into their own triples of one site never share a line.
+    auto* made = static_cast<TripleEntry*>(internal_alloc(sizeof(TripleEntry)));
     if (made != nullptr) {
       made->thread = thread;
       made->task = task;

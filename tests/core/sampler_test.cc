@@ -72,5 +72,12 @@ TEST_F(Sampler, FilterForgetsWhatWasRemoved) {
   EXPECT_FALSE(sampler_filter_may_contain(block));
 }
 
+TEST_F(Sampler, SaturatedFilterSlotNeverForgets) {
+  uintptr_t block = 0x7f00abcdef10;
+  for (int i = 0; i < 300; ++i) sampler_filter_add(block);
+  for (int i = 0; i < 300; ++i) sampler_filter_remove(block);
+  EXPECT_TRUE(sampler_filter_may_contain(block)) << "a saturated count no longer knows how many it holds";
+}
+
 }  // namespace
 }  // namespace leakscope::internal
