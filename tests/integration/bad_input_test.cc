@@ -90,6 +90,7 @@ TEST(BadInput, UnknownVerbAndBadCliOptionsAreUsageErrors) {
   expect_one_line_error(leakscope({"dump", good_stream(), "--format", "xml"}), 2, "");
   expect_one_line_error(leakscope({"run", "--interval", "banana", "--", "true"}), 2, "interval");
   expect_one_line_error(leakscope({"run", "--depth", "0", "--", "true"}), 2, "depth");
+  expect_one_line_error(leakscope({"run", "--sample", "lots", "--", "true"}), 2, "sample");
   expect_one_line_error(leakscope({"run"}), 2, "needs a command");
 }
 

@@ -25,7 +25,7 @@ TEST(Sampling, LiveBytesPerSiteAreWithinTenPercentOfExactMode) {
   EXPECT_EQ(site_at(exact, "few_big_blocks")["live_bytes"], 3 * (8 << 20));
   EXPECT_TRUE(sites_at(exact, "temporaries").empty());
 
-  nlohmann::json sampled = run_sites({"--option", "sample=64KiB"});
+  nlohmann::json sampled = run_sites({"--sample", "64KiB"});
   EXPECT_EQ(sampled["sample_interval_bytes"], 64 * 1024);
   for (const char* function : {"many_small_blocks", "medium_blocks", "few_big_blocks"}) {
     double truth = site_at(exact, function)["live_bytes"].get<double>();

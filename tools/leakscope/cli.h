@@ -24,6 +24,7 @@ struct RunOptions {
   std::string output = "leakscope.%p.lsc";
   std::string interval;  // empty: the runtime's default
   int depth = 0;         // 0: the runtime's default
+  std::string sample;    // empty: the runtime's default (exact)
   bool no_follow_fork = false;
   bool no_follow_exec = false;
   std::vector<std::string> extra_options;  // raw name=value pairs

@@ -29,6 +29,7 @@ std::string join_options(const RunOptions& options) {
   parts.push_back("output=" + options.output);
   if (!options.interval.empty()) parts.push_back("interval=" + options.interval);
   if (options.depth != 0) parts.push_back(fmt::format("depth={}", options.depth));
+  if (!options.sample.empty()) parts.push_back("sample=" + options.sample);
   if (options.no_follow_fork) parts.emplace_back("follow_fork=0");
   if (options.no_follow_exec) parts.emplace_back("follow_exec=0");
   for (const std::string& extra : options.extra_options) parts.push_back(extra);
