@@ -37,9 +37,14 @@ bool stack_bounds(ThreadState* thread) {
 int stack_capture_frame_pointers(ThreadState* thread, uintptr_t* frames, int max_depth) {
   if (thread == nullptr || !stack_bounds(thread)) return 0;
   uintptr_t frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  // Callers' frames live between this frame and the top of the stack; nothing below this frame is
+  // read (for the main thread, the range pthread reports reaches far below what is mapped). The
+  // upper test is written without `frame + 16`, which wraps for a garbage frame near 2^64.
+  uintptr_t lowest = frame > thread->stack_begin ? frame : thread->stack_begin;
+  uintptr_t highest = thread->stack_end - 2 * sizeof(uintptr_t);
   int depth = 0, own_frames = 0;
   while (depth < max_depth) {
-    if (frame < thread->stack_begin || frame + 2 * sizeof(uintptr_t) > thread->stack_end || (frame & 7) != 0) break;
+    if (frame < lowest || frame > highest || (frame & 7) != 0) break;
     const uintptr_t* record = reinterpret_cast<const uintptr_t*>(frame);
     uintptr_t caller_frame = record[0];
     uintptr_t return_address = record[1];

@@ -41,5 +41,25 @@ TEST(FramePointerWalk, GivesUpWhenTheChainLeavesTheStack) {
   EXPECT_EQ(walk_two_deep(&thread, frames), 0) << "an untrusted walk must hand over to libunwind";
 }
 
+// Code without frame pointers leaves anything in the register; here a caller's saved frame
+// pointer is a garbage value near 2^64, where `frame + 16` wraps around. The walk must stop, not
+// read it.
+__attribute__((noinline)) int walk_under_a_garbage_frame(ThreadState* thread, uintptr_t* frames) {
+  auto* saved = static_cast<volatile uintptr_t*>(__builtin_frame_address(0));
+  uintptr_t real = saved[0];
+  saved[0] = ~uintptr_t{0} - 15;
+  int depth = walk_here(thread, frames);
+  asm volatile("" ::: "memory");
+  saved[0] = real;
+  return depth;
+}
+
+TEST(FramePointerWalk, StopsAtAGarbageFramePointerNearTheTopOfTheAddressSpace) {
+  ThreadState thread{};
+  uintptr_t frames[16];
+  // Return addresses into walk_here, walk_under_a_garbage_frame and this test; then a stop.
+  EXPECT_EQ(walk_under_a_garbage_frame(&thread, frames), 3);
+}
+
 }  // namespace
 }  // namespace leakscope::internal
