@@ -57,6 +57,16 @@ TEST(Torch, CppTensorStorageIsCountedExactly) {
   EXPECT_EQ(sites[0]["live_blocks"], 50);
 }
 
+// libtorch loads libraries built without frame pointers whose static initializers leave garbage
+// in the frame-pointer register: the walk must stop there, never crash the program.
+TEST(Torch, FramePointerUnwindingIsSafeThroughLibtorch) {
+  REQUIRE_LIBTORCH();
+  Outcome outcome = leakscope({"run", "--option", "unwind=fp", "-o", scratch_dir() + "/fp.lsc", "--",
+                               fixture("torch_tensors"), "exact", "50"});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_EQ(outcome.out, "c10_cpu_delta=204800\n");
+}
+
 TEST(Torch, CppTensorLeakIsALeakNamedAtTheProgramsFunction) {
   REQUIRE_LIBTORCH();
   std::string file = scratch_dir() + "/run.lsc";
