@@ -6,22 +6,16 @@
 // Each request runs as leakscope task "request" on one of two worker threads.
 //
 //   leakscope_demo_service [--seconds N] [--rate REQUESTS_PER_SECOND]
-#include <pthread.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <list>
 #include <memory>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "leakscope/leakscope.h"
+#include "request_loop.h"
 
 namespace {
 
@@ -66,13 +60,7 @@ class ResponseCache {
   std::unordered_map<uint64_t, std::list<std::pair<uint64_t, std::string>>::iterator> index_;
 };
 
-struct Request {
-  uint64_t id;
-  uint64_t prompt_key;
-  bool streaming;
-};
-
-__attribute__((noinline)) std::vector<int> tokenize(const Request& request) {
+__attribute__((noinline)) std::vector<int> tokenize(const demo::Request& request) {
   std::vector<int> tokens(256 + request.id % 64);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int>((request.prompt_key + i) % 32000);
   return tokens;
@@ -92,7 +80,7 @@ __attribute__((noinline)) float run_inference(const Model& model, const std::vec
 }
 
 // The bug: the trace is handed to a logger only when tracing is on, and nobody frees it otherwise.
-__attribute__((noinline)) char* format_debug_trace(const Request& request, float score) {
+__attribute__((noinline)) char* format_debug_trace(const demo::Request& request, float score) {
   char* trace = new char[8192];
   std::snprintf(trace, 8192, "request %llu score %f", static_cast<unsigned long long>(request.id), score);
   return trace;
@@ -100,7 +88,7 @@ __attribute__((noinline)) char* format_debug_trace(const Request& request, float
 
 std::atomic<bool> g_trace_logging{false};
 
-__attribute__((noinline)) std::string handle_request(const Model& model, ResponseCache& cache, const Request& request) {
+__attribute__((noinline)) std::string handle_request(const Model& model, ResponseCache& cache, const demo::Request& request) {
   std::vector<int> tokens = tokenize(request);
   float score = run_inference(model, tokens);
   std::string response(4096, static_cast<char>('a' + request.id % 26));
@@ -118,47 +106,19 @@ __attribute__((noinline)) std::string handle_request(const Model& model, Respons
 // One response cache per worker, kept for the life of the process as services keep theirs.
 ResponseCache* g_caches[2];
 
-void worker(int index, const Model* model, double seconds, int rate, std::atomic<uint64_t>* served) {
-  char name[16];
-  std::snprintf(name, sizeof(name), "worker-%d", index);
-  pthread_setname_np(pthread_self(), name);
-  ResponseCache& cache = *g_caches[index];
-  auto start = std::chrono::steady_clock::now();
-  auto period = std::chrono::microseconds(1000000 / rate);
-  uint64_t next_id = static_cast<uint64_t>(index);
-  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
-    Request request{next_id, (next_id * 2654435761u) % 1000, next_id % 5 == 0};
-    next_id += 2;
-    leakscope_task_begin("request", 0);
-    handle_request(*model, cache, request);
-    leakscope_task_end();
-    served->fetch_add(1);
-    std::this_thread::sleep_for(period);
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  double seconds = 10;
-  int rate = 100;  // per worker
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--seconds") == 0) seconds = std::atof(argv[i + 1]);
-    if (std::strcmp(argv[i], "--rate") == 0) rate = std::atoi(argv[i + 1]);
-  }
-  if (seconds <= 0 || rate <= 0) {
-    std::fprintf(stderr, "usage: %s [--seconds N] [--rate REQUESTS_PER_SECOND]\n", argv[0]);
-    return 2;
-  }
+  demo::Settings settings;
+  if (!demo::parse_settings(argc, argv, &settings)) return 2;
   leakscope_task_begin("startup", 0);
   Model* model = load_model_weights();
   g_caches[0] = new ResponseCache;
   g_caches[1] = new ResponseCache;
   leakscope_task_end();
-  std::atomic<uint64_t> served{0};
-  std::thread workers[] = {std::thread(worker, 0, model, seconds, rate, &served),
-                           std::thread(worker, 1, model, seconds, rate, &served)};
-  for (auto& thread : workers) thread.join();
-  std::printf("served %llu requests\n", static_cast<unsigned long long>(served.load()));
+  uint64_t served = demo::serve(settings, [&](int index, const demo::Request& request) {
+    handle_request(*model, *g_caches[index], request);
+  });
+  std::printf("served %llu requests\n", static_cast<unsigned long long>(served));
   return 0;
 }
