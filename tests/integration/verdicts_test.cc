@@ -178,7 +178,7 @@ TEST(ReportCli, TextReportNamesTheLeakAndFitsOneHundredColumns) {
   Outcome json = leakscope({"report", "--format", "json", file});
   nlohmann::json document = nlohmann::json::parse(json.out);
   EXPECT_EQ(document["sites"][0]["verdict"], "leak");
-  EXPECT_EQ(document["sites"][0]["frames"][0]["function"], "(anonymous namespace)::format_debug_trace((anonymous namespace)::Request const&, float)");
+  EXPECT_EQ(document["sites"][0]["frames"][0]["function"], "(anonymous namespace)::format_debug_trace(demo::Request const&, float)");
   int leak_count = 0, cache_count = 0, startup_weights = 0;
   for (const auto& site : document["sites"]) {
     leak_count += site["verdict"] == "leak";
