@@ -488,35 +488,35 @@ void write_births(FrameBuilder& frame, uint32_t triples_end) {
   if (g_writer.births_incomplete) {
     return;  // out of memory for the histogram: keep the previous one, the stream stays consistent
   }
-  uint64_t changes = 0;
-  for (const BirthCell* cell = g_writer.births_current.begin(); cell != g_writer.births_current.end(); ++cell) {
-    if (cell->key == 0) continue;
-    const BirthCell* before = g_writer.births_previous.find(cell->key);
-    if (before == nullptr || before->bytes != cell->bytes || before->blocks != cell->blocks) ++changes;
-  }
-  for (const BirthCell* cell = g_writer.births_previous.begin(); cell != g_writer.births_previous.end(); ++cell) {
-    if (cell->key != 0 && g_writer.births_current.find(cell->key) == nullptr) ++changes;
-  }
-  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kBirths, changes);
+  // One probe of the other map per cell: the changed cells (as deltas, in a BirthCell each) are
+  // gathered first, since the list's count comes before its elements.
+  InternalArray<BirthCell> changed;
+  bool complete = true;
   for (const BirthCell* cell = g_writer.births_current.begin(); cell != g_writer.births_current.end(); ++cell) {
     if (cell->key == 0) continue;
     const BirthCell* before = g_writer.births_previous.find(cell->key);
     int64_t bytes_before = before != nullptr ? before->bytes : 0;
     int64_t blocks_before = before != nullptr ? before->blocks : 0;
     if (before != nullptr && bytes_before == cell->bytes && blocks_before == cell->blocks) continue;
-    frame.varint(cell->key >> 32);
-    frame.varint(cell->key & 0xffffffffu);
-    frame.signed_varint(cell->bytes - bytes_before);
-    frame.signed_varint(cell->blocks - blocks_before);
+    complete &= changed.push_back(BirthCell{cell->key, cell->bytes - bytes_before, cell->blocks - blocks_before});
   }
   for (const BirthCell* cell = g_writer.births_previous.begin(); cell != g_writer.births_previous.end(); ++cell) {
     if (cell->key == 0 || g_writer.births_current.find(cell->key) != nullptr) continue;
-    frame.varint(cell->key >> 32);
-    frame.varint(cell->key & 0xffffffffu);
-    frame.signed_varint(-cell->bytes);
-    frame.signed_varint(-cell->blocks);
+    complete &= changed.push_back(BirthCell{cell->key, -cell->bytes, -cell->blocks});
   }
-  frame.end_list(mark, changes);
+  if (!complete) {  // as above: write nothing and keep the previous histogram
+    changed.release();
+    return;
+  }
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kBirths, changed.size());
+  for (size_t i = 0; i < changed.size(); ++i) {
+    frame.varint(changed[i].key >> 32);
+    frame.varint(changed[i].key & 0xffffffffu);
+    frame.signed_varint(changed[i].bytes);
+    frame.signed_varint(changed[i].blocks);
+  }
+  frame.end_list(mark, changed.size());
+  changed.release();
   g_writer.births_previous.swap(g_writer.births_current);
 }
 
