@@ -102,6 +102,12 @@ TEST(ProcessLifecycle, ExecedImageIsTracedIntoItsOwnFile) {
   nlohmann::json after = dump(run.directory + "/" + files[1]);
   EXPECT_EQ(site_at(after, "leak_after_exec")["live_bytes"], 6 * 5000);
   EXPECT_TRUE(sites_at(after, "leak_before_exec").empty());
+  // run names the stream of the program the command became: the one to report on.
+  EXPECT_NE(run.outcome.err.find("leakscope: wrote " + run.file + " and 1 more stream (" + run.file +
+                                 ".*); the command exec'd: the program it became wrote " + run.directory + "/" +
+                                 files[1] + "\n"),
+            std::string::npos)
+      << run.outcome.err;
 }
 
 TEST(ProcessLifecycle, NoFollowExecLeavesTheExecedImageUntraced) {

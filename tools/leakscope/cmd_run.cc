@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 
@@ -54,6 +55,35 @@ std::string resolved_output(const std::string& pattern, pid_t pid) {
   return path;
 }
 
+// related_streams() tells of the other streams of this run (written since `started`): those of
+// child processes (FILE.PID) and, when the command exec'd (a wrapper script, env, a launcher), the
+// one its pid wrote last as the program it became (FILE.PID.N), which is the stream to report on.
+std::string related_streams(const std::string& written, pid_t child, std::filesystem::file_time_type started) {
+  std::filesystem::path path(written);
+  std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : ".";
+  std::string prefix = path.filename().string() + ".";
+  std::string own_prefix = prefix + std::to_string(child);
+  size_t others = 0;
+  std::string last_image;
+  int last_generation = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || entry.last_write_time(error) < started) continue;
+    ++others;
+    if (name == own_prefix) {
+      if (last_generation < 1) last_image = entry.path().string(), last_generation = 1;
+    } else if (name.rfind(own_prefix + ".", 0) == 0) {
+      int generation = std::atoi(name.c_str() + own_prefix.size() + 1);
+      if (generation > last_generation) last_image = entry.path().string(), last_generation = generation;
+    }
+  }
+  if (others == 0) return "";
+  std::string text = fmt::format(" and {} more stream{} ({}*)", others, others == 1 ? "" : "s", (directory / prefix).string());
+  if (!last_image.empty()) text += fmt::format("; the command exec'd: the program it became wrote {}", last_image);
+  return text;
+}
+
 }  // namespace
 
 int run_command(const RunOptions& options) {
@@ -77,6 +107,8 @@ int run_command(const RunOptions& options) {
     ld_preload += std::string(":") + existing;  // leakscope first, so the others sit below it
   }
 
+  // Coarse file times can put a stream written just after this a tick before it.
+  auto started = std::filesystem::file_time_type::clock::now() - std::chrono::seconds(1);
   pid_t child = fork();
   if (child < 0) return fail(kCannotLaunch, fmt::format("fork: {}", std::strerror(errno)));
   if (child == 0) {
@@ -103,7 +135,7 @@ int run_command(const RunOptions& options) {
   }
   if (options.output.find("%e") == std::string::npos) {
     std::string written = resolved_output(options.output, child);
-    if (access(written.c_str(), F_OK) == 0) fmt::print(stderr, "leakscope: wrote {}\n", written);
+    if (access(written.c_str(), F_OK) == 0) fmt::print(stderr, "leakscope: wrote {}{}\n", written, related_streams(written, child, started));
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
