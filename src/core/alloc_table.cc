@@ -10,12 +10,13 @@ constexpr uint32_t kInitialShardCapacity = 64;
 
 struct alignas(64) Shard {
   SpinLock lock;
-  uint32_t capacity;  // power of two, or 0 before first use
-  uint32_t count;
-  AllocRecord* slots;
+  uint32_t capacity = 0;  // power of two, or 0 before first use
+  uint32_t count = 0;
+  AllocRecord* slots = nullptr;
 };
 
-Shard g_shards[kAllocTableShards];
+// constinit, as every runtime global: the table is in use before this library's constructors run.
+constinit Shard g_shards[kAllocTableShards];
 
 inline uint64_t pointer_hash(uintptr_t pointer) {
   // Blocks are at least 16-byte aligned; the multiply spreads the remaining bits upwards.

@@ -19,19 +19,21 @@ struct FreeBlock {
 
 // A 64 KiB chunk that blocks are cut from, front to back.
 struct Chunk {
-  char* cursor;
-  char* end;
+  char* cursor = nullptr;
+  char* end = nullptr;
 };
 
 struct Allocator {
   SpinLock lock;
-  FreeBlock* free_lists[kClassCount];
+  FreeBlock* free_lists[kClassCount] = {};
   Chunk classes;    // blocks of the size classes
   Chunk permanent;  // internal_alloc_permanent()
-  std::atomic<size_t> mapped_bytes;
+  std::atomic<size_t> mapped_bytes{0};
 };
 
-Allocator g_allocator;
+// constinit: hooks use the allocator while other libraries' constructors run, before this
+// library's own; a dynamic initializer would then reset the lock and the mapped-bytes count.
+constinit Allocator g_allocator;
 
 size_t class_index(size_t size) {
   size_t shift = kMinClassShift;
