@@ -186,6 +186,13 @@ def compare(build, rounds, quick, only=None):
     return lines
 
 
+def own_memory(leakscope, stream):
+    """leakscope's own memory at the stream's last snapshot (overhead_bytes), from its report."""
+    reported = subprocess.run([leakscope, "report", "--format", "json", "--top", "1", stream],
+                              capture_output=True, text=True, check=True)
+    return json.loads(reported.stdout)["overhead_bytes"]
+
+
 def depth_costs(build, rounds, quick):
     """Exact mode at several stack depths: time against the uninstrumented run, and leakscope's own
     memory at the end (from the stream), for choosing the default depth."""
@@ -205,14 +212,11 @@ def depth_costs(build, rounds, quick):
                     os.remove(path)
                 traced[depth].append(run_once([leakscope, "run", "--depth", str(depth), "-o", stream, "--"] + argv,
                                               dict(os.environ))[0])
-                reported = subprocess.run([leakscope, "report", "--format", "json", "--top", "1", stream],
-                                          capture_output=True, text=True)
-                if reported.returncode == 0:
-                    overhead[depth] = json.loads(reported.stdout)["overhead_bytes"]
+                overhead[depth] = own_memory(leakscope, stream)
         base = statistics.median(plain)
         for depth in depths:
             lines.append(f"| {name} | {depth} | {statistics.median(traced[depth]) / base:.2f}x | "
-                         f"{overhead.get(depth, 0) / 2**20:.1f} MiB |")
+                         f"{overhead[depth] / 2**20:.1f} MiB |")
     shutil.rmtree(scratch, ignore_errors=True)
     return lines
 
@@ -227,9 +231,7 @@ def memory_per_block(build):
     for count in (1 << 20, 1 << 22):
         run_once([leakscope, "run", "-o", stream, "--", os.path.join(build, "bin", "live_blocks"), str(count)],
                  dict(os.environ))
-        reported = subprocess.run([leakscope, "report", "--format", "json", "--top", "1", stream],
-                                  capture_output=True, text=True, check=True)
-        overhead[count] = json.loads(reported.stdout)["overhead_bytes"]
+        overhead[count] = own_memory(leakscope, stream)
     shutil.rmtree(scratch, ignore_errors=True)
     lines = ["| live heap blocks | leakscope's own memory | per block |", "|---|---|---|"]
     for count, size in overhead.items():

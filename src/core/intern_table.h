@@ -15,7 +15,7 @@
 // from an old chain into a new one and miss its entry, but never loops (every chain, old or new,
 // ends in null at every moment) and never matches a wrong entry. find() may therefore miss an
 // entry during a grow; find_or_insert() looks again under the lock, so it never does, and callers
-// of find() fall back to it. Old arrays are kept (readers may still be on them): a quarter of the
+// of find() fall back to it. Old arrays are kept (readers may still be on them): a third of the
 // live array's size in total.
 //
 // Entry must have the fields `Entry* next; uint64_t hash; uint32_t id;`.

@@ -58,13 +58,13 @@ bool is_host_domain(Domain domain) {
 std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>& samples) {
   std::vector<ResidencyFinding> findings;
   if (samples.size() < kMinSamples) return findings;
-  std::vector<SeriesPoint> rss, tracked;
+  std::vector<SeriesPoint> program_anon, tracked;
   for (const ProcessSample& sample : samples) {
     // Anonymous memory only: file pages (a large library's code faulting in as new paths run) are
     // not allocations. leakscope's own memory is anonymous too, and grows with new stacks: it is
     // known, not unexplained.
-    uint64_t program_anon = sample.anon_bytes > sample.overhead_bytes ? sample.anon_bytes - sample.overhead_bytes : 0;
-    rss.push_back({sample.time_s, static_cast<double>(program_anon)});
+    uint64_t anon = sample.anon_bytes > sample.overhead_bytes ? sample.anon_bytes - sample.overhead_bytes : 0;
+    program_anon.push_back({sample.time_s, static_cast<double>(anon)});
     double host = 0;
     for (size_t d = 0; d < sample.tracked_bytes.size(); ++d) {
       if (is_host_domain(static_cast<Domain>(d))) host += static_cast<double>(sample.tracked_bytes[d]);
@@ -73,10 +73,10 @@ std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>&
   }
   ResidencyFinding finding;
   finding.kind = "untracked_growth";
-  finding.rss_growth_bytes_per_min = theil_sen_slope(rss) * 60;
+  finding.rss_growth_bytes_per_min = theil_sen_slope(program_anon) * 60;
   finding.tracked_growth_bytes_per_min = theil_sen_slope(tracked) * 60;
   finding.untracked_growth_bytes_per_min = finding.rss_growth_bytes_per_min - finding.tracked_growth_bytes_per_min;
-  finding.mann_kendall_z = mann_kendall(rss).z;
+  finding.mann_kendall_z = mann_kendall(program_anon).z;
   if (finding.mann_kendall_z >= kTrendZ && finding.rss_growth_bytes_per_min > 0 &&
       finding.untracked_growth_bytes_per_min >= kMinUntrackedShare * finding.rss_growth_bytes_per_min &&
       finding.untracked_growth_bytes_per_min >= kMinUntrackedBytesPerMin) {

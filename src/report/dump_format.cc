@@ -39,12 +39,12 @@ void write_dump_json(const RunState& state, Symbolizer& symbolizer, std::FILE* o
   fmt::print(out, "{}]\n}}\n", first ? "" : "\n  ");
 }
 
-void write_dump_text(const RunState& state, Symbolizer& symbolizer, std::FILE* out_file, int max_frames) {
+void write_dump_text(const RunState& state, Symbolizer& symbolizer, std::FILE* out, int max_frames) {
   const SnapshotInfo& last = state.last_snapshot();
-  std::string out;
-  out += fmt::format("{} (pid {}): {} snapshots over {}, ended by {}\n", state.process().exe, state.process().pid,
+  std::string text;  // written out site by site
+  text += fmt::format("{} (pid {}): {} snapshots over {}, ended by {}\n", state.process().exe, state.process().pid,
                      state.snapshot_count(), format_seconds(last.time_ns), ended_by(last));
-  out += fmt::format("RSS {} (peak {}), PSS {}, leakscope overhead {}\n", format_bytes(static_cast<int64_t>(last.rss_bytes)),
+  text += fmt::format("RSS {} (peak {}), PSS {}, leakscope overhead {}\n", format_bytes(static_cast<int64_t>(last.rss_bytes)),
                      format_bytes(static_cast<int64_t>(last.hwm_bytes)), format_bytes(static_cast<int64_t>(last.pss_bytes)),
                      format_bytes(static_cast<int64_t>(last.overhead_bytes)));
   auto totals = live_bytes_by_domain(state);
@@ -53,25 +53,25 @@ void write_dump_text(const RunState& state, Symbolizer& symbolizer, std::FILE* o
     if (totals[d] == 0) continue;
     domains += fmt::format("{}{} {}", domains.empty() ? "" : ", ", domain_name(static_cast<Domain>(d)), format_bytes(totals[d]));
   }
-  out += fmt::format("live: {}\n", domains.empty() ? "nothing" : domains);
+  text += fmt::format("live: {}\n", domains.empty() ? "nothing" : domains);
   if (state.process().sample_interval != 0) {
-    out += fmt::format("sampled: one allocation per {} on average; heap bytes and blocks are estimates\n",
+    text += fmt::format("sampled: one allocation per {} on average; heap bytes and blocks are estimates\n",
                        format_bytes(static_cast<int64_t>(state.process().sample_interval)));
   }
   int rank = 0;
   for (const SiteSummary& site : summarize_live_sites(state)) {
-    std::fwrite(out.data(), 1, out.size(), out_file);
-    out.clear();
-    out += fmt::format("\n#{} {} {} in {} block{}\n", ++rank, domain_name(site.domain), format_bytes(site.live_bytes),
+    std::fwrite(text.data(), 1, text.size(), out);
+    text.clear();
+    text += fmt::format("\n#{} {} {} in {} block{}\n", ++rank, domain_name(site.domain), format_bytes(site.live_bytes),
                        site.live_blocks, site.live_blocks == 1 ? "" : "s");
     const auto& frames = symbolizer.stack(site.stack);
     for (size_t i = 0; i < frames.size() && static_cast<int>(i) < max_frames; ++i) {
-      out += fmt::format("    {} {}\n", i == 0 ? "at" : "by", frame_text(frames[i], 92));
+      text += fmt::format("    {} {}\n", i == 0 ? "at" : "by", frame_text(frames[i], 92));
     }
-    if (frames.size() > static_cast<size_t>(max_frames)) out += fmt::format("    ... {} more frames\n", frames.size() - max_frames);
-    out += fmt::format("    {}\n", owners_text(site));
+    if (frames.size() > static_cast<size_t>(max_frames)) text += fmt::format("    ... {} more frames\n", frames.size() - max_frames);
+    text += fmt::format("    {}\n", owners_text(site));
   }
-  std::fwrite(out.data(), 1, out.size(), out_file);
+  std::fwrite(text.data(), 1, text.size(), out);
 }
 
 }  // namespace leakscope::report
