@@ -15,9 +15,28 @@
 
 #include "core/alloc_table.h"
 #include "core/interval_map.h"
+#include "core/runtime.h"
+#include "core/sampler.h"
+#include "core/thread_registry.h"
 #include "core/types.h"
 
 namespace leakscope::internal {
+
+// Sampled mode's fast paths, taken before the hook guard: almost every call in sampled mode ends
+// here, with a countdown or one filter read, and never reaches the recorder.
+//
+// recorder_skips_alloc() is true when this allocation of `size` bytes is not to be recorded (its
+// bytes are then counted against the thread's sampling gap); false sends it down the full path.
+LS_ALWAYS_INLINE bool recorder_skips_alloc(size_t size) {
+  if (!sampler_enabled() || leakscope_tls_hook_depth != 0) return false;
+  ThreadState* thread = thread_current_if_registered();
+  return thread != nullptr && sampler_skip(thread, size);
+}
+
+// recorder_skips_free() is true when the block at `pointer` is certainly not recorded.
+LS_ALWAYS_INLINE bool recorder_skips_free(const void* pointer) {
+  return sampler_enabled() && !sampler_filter_may_contain(reinterpret_cast<uintptr_t>(pointer));
+}
 
 // recorder_alloc() records a new block of the heap-like `domain` at `pointer`.
 void recorder_alloc(Domain domain, void* pointer, size_t size);

@@ -7,19 +7,7 @@
 namespace leakscope::internal {
 namespace {
 
-uint64_t g_interval = 0;
-
-// Every free in sampled mode reads one counter, so the filter must stay in cache: 128 KiB of
-// one-byte counters. Recorded blocks are few (one per R bytes of live heap, plus large blocks),
-// so a slot is rarely shared; a counter that reaches 255 stays there ("maybe" for ever), which
-// costs only table lookups for that slot and never a missed free.
-constexpr uint32_t kFilterBits = 17;
 constexpr uint8_t kSaturated = 255;
-std::atomic<uint8_t> g_filter[1u << kFilterBits];
-
-inline uint32_t filter_slot(uintptr_t pointer) {
-  return static_cast<uint32_t>(((static_cast<uint64_t>(pointer) >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - kFilterBits));
-}
 
 // next_random() is xorshift64*: enough for drawing gaps, and state is one word per thread.
 uint64_t next_random(uint64_t* state) {
@@ -38,13 +26,12 @@ int64_t draw_gap(ThreadState* thread) {
     if (thread->random_state == 0) thread->random_state = 1;
   }
   double uniform = (static_cast<double>(next_random(&thread->random_state) >> 11) + 1.0) / 9007199254740992.0;
-  return static_cast<int64_t>(-static_cast<double>(g_interval) * sampler_log(uniform)) + 1;
+  return static_cast<int64_t>(-static_cast<double>(g_sampler_interval) * sampler_log(uniform)) + 1;
 }
 
 }  // namespace
 
-void sampler_set_interval(uint64_t bytes) { g_interval = bytes; }
-uint64_t sampler_interval() { return g_interval; }
+void sampler_set_interval(uint64_t bytes) { g_sampler_interval = bytes; }
 
 bool sampler_take(ThreadState* thread, uint64_t size) {
   if (!thread->sampling_started) {
@@ -59,31 +46,25 @@ bool sampler_take(ThreadState* thread, uint64_t size) {
 }
 
 SampleWeight sample_weight(uint64_t size) {
-  if (g_interval == 0 || size == 0) return {size, 1};
-  double probability = 1.0 - sampler_exp_negative(static_cast<double>(size) / static_cast<double>(g_interval));
+  if (g_sampler_interval == 0 || size == 0) return {size, 1};
+  double probability = 1.0 - sampler_exp_negative(static_cast<double>(size) / static_cast<double>(g_sampler_interval));
   return {static_cast<uint64_t>(static_cast<double>(size) / probability + 0.5),
           static_cast<uint64_t>(1.0 / probability + 0.5)};
 }
 
 void sampler_filter_add(uintptr_t pointer) {
-  std::atomic<uint8_t>& counter = g_filter[filter_slot(pointer)];
+  std::atomic<uint8_t>& counter = g_sampler_filter[sampler_filter_slot(pointer)];
   uint8_t value = counter.load(std::memory_order_relaxed);
   while (value != kSaturated && !counter.compare_exchange_weak(value, value + 1, std::memory_order_relaxed)) {
   }
 }
 
 void sampler_filter_remove(uintptr_t pointer) {
-  std::atomic<uint8_t>& counter = g_filter[filter_slot(pointer)];
+  std::atomic<uint8_t>& counter = g_sampler_filter[sampler_filter_slot(pointer)];
   uint8_t value = counter.load(std::memory_order_relaxed);
   while (value != kSaturated && value != 0 &&
          !counter.compare_exchange_weak(value, value - 1, std::memory_order_relaxed)) {
   }
-}
-
-// A block is added before its pointer is returned to the program, so a free of it (ordered after
-// by the program) sees the count; a zero is therefore a certain "not recorded".
-bool sampler_filter_may_contain(uintptr_t pointer) {
-  return g_filter[filter_slot(pointer)].load(std::memory_order_relaxed) != 0;
 }
 
 double sampler_exp_negative(double x) {

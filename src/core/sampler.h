@@ -24,14 +24,30 @@
 
 #include <stdint.h>
 
+#include <atomic>
+
 #include "core/thread_registry.h"
 
 namespace leakscope::internal {
 
+// R, or 0 in exact mode. Set once at init, before any hook records; read on every hooked call.
+inline constinit uint64_t g_sampler_interval = 0;
+
 // sampler_set_interval() sets R; 0 means exact mode. Called once at init.
 void sampler_set_interval(uint64_t bytes);
-uint64_t sampler_interval();
-inline bool sampler_enabled() { return sampler_interval() != 0; }
+inline uint64_t sampler_interval() { return g_sampler_interval; }
+inline bool sampler_enabled() { return g_sampler_interval != 0; }
+
+// sampler_skip() is the fast path of sampler_take(): when this thread's gap is longer than `size`
+// it counts the bytes and returns true (not recorded); otherwise it changes nothing, and
+// sampler_take() decides. Inline, as the hooks call it on every allocation in sampled mode.
+LS_ALWAYS_INLINE bool sampler_skip(ThreadState* thread, uint64_t size) {
+  if (LS_LIKELY(thread->bytes_until_sample > static_cast<int64_t>(size))) {
+    thread->bytes_until_sample -= static_cast<int64_t>(size);
+    return true;
+  }
+  return false;
+}
 
 // sampler_take() counts `size` bytes against this thread's gap and tells whether this
 // allocation is to be recorded.
@@ -46,10 +62,27 @@ struct SampleWeight {
 // {size / p, 1 / p} rounded when sampling. A pure function of size, so alloc and free agree.
 SampleWeight sample_weight(uint64_t size);
 
-// The counting filter of recorded heap blocks (sampled mode only).
+// The counting filter of recorded heap blocks (sampled mode only). Every free in sampled mode
+// reads one counter, so the filter must stay in cache: 128 KiB of one-byte counters. Recorded
+// blocks are few (one per R bytes of live heap, plus large blocks), so a slot is rarely shared; a
+// counter that reaches 255 stays there ("maybe" for ever), which costs only table lookups for that
+// slot and never a missed free.
+constexpr uint32_t kSamplerFilterBits = 17;
+inline constinit std::atomic<uint8_t> g_sampler_filter[1u << kSamplerFilterBits] = {};
+
+inline uint32_t sampler_filter_slot(uintptr_t pointer) {
+  return static_cast<uint32_t>(((static_cast<uint64_t>(pointer) >> 4) * 0x9e3779b97f4a7c15ull) >>
+                               (64 - kSamplerFilterBits));
+}
+
 void sampler_filter_add(uintptr_t pointer);
 void sampler_filter_remove(uintptr_t pointer);
-bool sampler_filter_may_contain(uintptr_t pointer);
+
+// A block is added before its pointer is returned to the program, so a free of it (ordered after
+// by the program) sees the count; a zero is therefore a certain "not recorded".
+inline bool sampler_filter_may_contain(uintptr_t pointer) {
+  return g_sampler_filter[sampler_filter_slot(pointer)].load(std::memory_order_relaxed) != 0;
+}
 
 // Numerics without libm (the preload links only libc and libunwind); exposed for tests.
 double sampler_exp_negative(double x);  // e^(−x) for x ≥ 0

@@ -8,10 +8,10 @@
 #include "core/spin_lock.h"
 #include "core/sys.h"
 
+__thread leakscope::internal::ThreadState* leakscope_tls_thread = nullptr;
+
 namespace leakscope::internal {
 namespace {
-
-__attribute__((tls_model("initial-exec"))) thread_local ThreadState* tls_thread = nullptr;
 
 ThreadRecord* g_records = nullptr;  // kMaxThreads entries, mapped once; pages touched on use
 std::atomic<uint32_t> g_end_idx{1};
@@ -52,7 +52,7 @@ LS_NOINLINE ThreadState* thread_register() {
     g_records[idx].tid = state->tid;
     g_end_idx.store(idx + 1, std::memory_order_release);
   }
-  tls_thread = state;
+  leakscope_tls_thread = state;
   if (g_exit_key_ready) pthread_setspecific(g_exit_key, state);
   return state;
 }
@@ -67,7 +67,7 @@ bool thread_registry_init() {
 }
 
 ThreadState* thread_current() {
-  ThreadState* state = tls_thread;
+  ThreadState* state = leakscope_tls_thread;
   if (LS_LIKELY(state != nullptr)) return state;
   return thread_register();
 }
@@ -85,7 +85,7 @@ void thread_registry_after_fork_parent() { g_register_lock.unlock(); }
 
 void thread_registry_after_fork_child() {
   g_register_lock.reset_after_fork();
-  ThreadState* self = tls_thread;
+  ThreadState* self = leakscope_tls_thread;
   uint32_t end = g_end_idx.load(std::memory_order_relaxed);
   for (uint32_t idx = 1; idx < end; ++idx) {
     if (self != nullptr && raw(self->idx) == idx) continue;

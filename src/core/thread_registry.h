@@ -55,9 +55,13 @@ struct ThreadRecord {
 bool thread_registry_init();
 
 // thread_current() returns this thread's state, registering it on first use; nullptr when the
-// registry is full of memory-less. Thread-safe; allocation-free w.r.t. malloc; not signal-safe
-// on a thread's first call.
+// registry is full or memory is exhausted. Thread-safe; allocation-free w.r.t. malloc; not
+// signal-safe on a thread's first call.
 ThreadState* thread_current();
+
+// thread_current_if_registered() is this thread's state, or nullptr before its first event.
+// Inline and signal-safe, for the hooks' fast paths.
+inline ThreadState* thread_current_if_registered();
 
 // thread_current_task() is the innermost task of `state`, or TaskId::kNone.
 inline TaskId thread_current_task(const ThreadState* state) {
@@ -77,5 +81,13 @@ void thread_registry_after_fork_parent();
 void thread_registry_after_fork_child();
 
 }  // namespace leakscope::internal
+
+// This thread's state, set on registration.
+extern __thread leakscope::internal::ThreadState* leakscope_tls_thread
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+inline leakscope::internal::ThreadState* leakscope::internal::thread_current_if_registered() {
+  return leakscope_tls_thread;
+}
 
 #endif  // LEAKSCOPE_CORE_THREAD_REGISTRY_H_

@@ -18,7 +18,7 @@ constexpr size_t kMinAlignment = 16;
 // `call` must cope with g_real not being resolved yet (it then serves from the bootstrap pool).
 template <typename Call>
 LS_ALWAYS_INLINE void* allocate_recorded(size_t size, Call&& call) {
-  if (!hook_begin()) return call();
+  if (recorder_skips_alloc(size) || !hook_begin()) return call();
   void* result = call();
   if (result != nullptr) recorder_alloc(Domain::kHeap, result, size);
   hook_end();
@@ -29,6 +29,7 @@ LS_ALWAYS_INLINE void* allocate_recorded(size_t size, Call&& call) {
 // address may be reused as soon as the real realloc returns) and put back if the call fails.
 template <typename Call>
 LS_ALWAYS_INLINE void* resize_recorded(void* pointer, size_t size, Call&& call) {
+  if ((pointer == nullptr || recorder_skips_free(pointer)) && recorder_skips_alloc(size)) return call();
   if (!hook_begin()) return call();
   AllocRecord taken;
   bool tracked = pointer != nullptr && recorder_take(pointer, &taken);
@@ -69,7 +70,7 @@ void* handle_malloc(size_t size) {
 
 void handle_free(void* pointer) {
   if (pointer == nullptr || bootstrap_owns(pointer)) return;
-  if (!hook_begin()) return g_real.free(pointer);
+  if (recorder_skips_free(pointer) || !hook_begin()) return g_real.free(pointer);
   recorder_free(pointer);  // before the real free: the address must not be reused while recorded
   g_real.free(pointer);
   hook_end();
