@@ -247,11 +247,11 @@ struct ScanContext {
   uint32_t triples_end;
 };
 
-void scan_heap(const AllocRecord* records, uint32_t capacity, void* data) {
+void scan_heap(const AllocRecord* records, uint32_t count, void* data) {
   auto* scan = static_cast<ScanContext*>(data);
-  for (uint32_t i = 0; i < capacity; ++i) {
+  for (uint32_t i = 0; i < count; ++i) {
     const AllocRecord& record = records[i];
-    if (record.pointer == 0 || raw(record.triple) >= scan->triples_end) continue;
+    if (raw(record.triple) >= scan->triples_end) continue;
     SampleWeight weight = sample_weight(record.size);
     if (!g_writer.births_current.add(birth_key(record.triple, record.birth), static_cast<int64_t>(weight.bytes),
                                      static_cast<int64_t>(weight.blocks))) {

@@ -14,17 +14,9 @@ namespace leakscope::internal {
 
 class SpinLock {
  public:
+  // lock() inlines the uncontended case: hooks take a lock on every call.
   void lock() {
-    int spins = 0;
-    while (state_.exchange(1, std::memory_order_acquire) != 0) {
-      while (state_.load(std::memory_order_relaxed) != 0) {
-        if (++spins < 128) {
-          __builtin_ia32_pause();
-        } else {
-          sched_yield();
-        }
-      }
-    }
+    if (__builtin_expect(state_.exchange(1, std::memory_order_acquire) != 0, 0)) lock_contended();
   }
 
   bool try_lock() { return state_.exchange(1, std::memory_order_acquire) == 0; }
@@ -44,6 +36,19 @@ class SpinLock {
   void reset_after_fork() { state_.store(0, std::memory_order_relaxed); }
 
  private:
+  __attribute__((noinline)) void lock_contended() {
+    int spins = 0;
+    do {
+      while (state_.load(std::memory_order_relaxed) != 0) {
+        if (++spins < 128) {
+          __builtin_ia32_pause();
+        } else {
+          sched_yield();
+        }
+      }
+    } while (state_.exchange(1, std::memory_order_acquire) != 0);
+  }
+
   std::atomic<int> state_{0};
 };
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <random>
 #include <thread>
 #include <unordered_map>
@@ -50,11 +51,10 @@ TEST(AllocTable, VisitSeesEveryLiveRecordOnce) {
   }
   uint64_t total = 0;
   alloc_table_visit(
-      [](const AllocRecord* records, uint32_t capacity, void* context) {
-        for (uint32_t i = 0; i < capacity; ++i) {
-          if (records[i].pointer != 0 && records[i].triple == static_cast<TripleId>(2)) {
-            *static_cast<uint64_t*>(context) += records[i].size;
-          }
+      [](const AllocRecord* records, uint32_t count, void* context) {
+        for (uint32_t i = 0; i < count; ++i) {
+          EXPECT_NE(records[i].pointer, 0u);
+          if (records[i].triple == static_cast<TripleId>(2)) *static_cast<uint64_t*>(context) += records[i].size;
         }
       },
       &total);
@@ -62,6 +62,71 @@ TEST(AllocTable, VisitSeesEveryLiveRecordOnce) {
   for (uintptr_t i = 1; i <= 1000; ++i) {
     AllocRecord record;
     ASSERT_TRUE(alloc_table_remove(0x7000000 + i * 32, &record));
+  }
+}
+
+// Each record sits at the edge of the packed format or just past it; all must come back whole.
+TEST(AllocTable, RecordsOutsideThePackedFormatComeBackWhole) {
+  const AllocRecord records[] = {
+      {0x7fff'ffff'fff0, 0xffff'ffff, static_cast<TripleId>((1u << 26) - 1), static_cast<Epoch>((1u << 27) - 1)},
+      {0x8000'0000'0000, 1, static_cast<TripleId>(1), static_cast<Epoch>(1)},          // address past 2^47
+      {0x5000'0008, 24, static_cast<TripleId>(1), static_cast<Epoch>(1)},              // 8-byte aligned
+      {0x5000'0010, 0x1'0000'0000, static_cast<TripleId>(1), static_cast<Epoch>(1)},  // 4 GiB
+      {0x5000'0020, 16, static_cast<TripleId>(1u << 26), static_cast<Epoch>(1)},       // triple id past 26 bits
+      {0x5000'0030, 16, static_cast<TripleId>(7), static_cast<Epoch>(0xffff'fffe)},    // epoch past 27 bits
+      {0x5000'0040, 48, static_cast<TripleId>(9), static_cast<Epoch>(0x1f'ffff)},      // low epoch bits only
+  };
+  uint64_t base = alloc_table_live_blocks();
+  for (const AllocRecord& record : records) {
+    AllocRecord unused;
+    EXPECT_FALSE(alloc_table_insert(record, &unused));
+  }
+  EXPECT_EQ(alloc_table_live_blocks() - base, std::size(records));
+  for (const AllocRecord& record : records) {
+    AllocRecord removed{};
+    ASSERT_TRUE(alloc_table_remove(record.pointer, &removed)) << std::hex << record.pointer;
+    EXPECT_EQ(removed.pointer, record.pointer);
+    EXPECT_EQ(removed.size, record.size);
+    EXPECT_EQ(removed.triple, record.triple);
+    EXPECT_EQ(removed.birth, record.birth);
+    EXPECT_FALSE(alloc_table_remove(record.pointer, &removed));
+  }
+  EXPECT_EQ(alloc_table_live_blocks(), base);
+}
+
+// An address whose free was never seen comes back as replaced, whichever format each record has.
+TEST(AllocTable, ReuseOfAnAddressReplacesAcrossFormats) {
+  uintptr_t pointer = 0x6000'0000;
+  AllocRecord small{pointer, 100, static_cast<TripleId>(3), static_cast<Epoch>(4)};
+  AllocRecord huge{pointer, uint64_t{5} << 32, static_cast<TripleId>(5), static_cast<Epoch>(6)};
+  AllocRecord replaced{};
+  EXPECT_FALSE(alloc_table_insert(small, &replaced));
+  EXPECT_TRUE(alloc_table_insert(huge, &replaced));
+  EXPECT_EQ(replaced.size, 100u);
+  EXPECT_TRUE(alloc_table_insert(small, &replaced));
+  EXPECT_EQ(replaced.size, uint64_t{5} << 32);
+  EXPECT_EQ(replaced.triple, static_cast<TripleId>(5));
+  AllocRecord removed{};
+  ASSERT_TRUE(alloc_table_remove(pointer, &removed));
+  EXPECT_EQ(removed.size, 100u);
+  EXPECT_FALSE(alloc_table_remove(pointer, &removed));
+}
+
+TEST(AllocTable, ALiveBlockCostsSixteenBytesOfSlotAtTheTablesLoad) {
+  uint64_t base_blocks = alloc_table_live_blocks(), base_bytes = alloc_table_slot_bytes();
+  constexpr uintptr_t kBlocks = 1 << 20;
+  for (uintptr_t i = 0; i < kBlocks; ++i) {
+    AllocRecord unused;
+    alloc_table_insert({0x2000'0000'0000 + i * 48, 32, static_cast<TripleId>(1), static_cast<Epoch>(0)}, &unused);
+  }
+  double per_block = static_cast<double>(alloc_table_slot_bytes() - base_bytes) /
+                     static_cast<double>(alloc_table_live_blocks() - base_blocks);
+  // Shards double at 7/8 load: between 7/16 and 7/8 of the slots are in use.
+  EXPECT_GE(per_block, 16.0 * 8 / 7);
+  EXPECT_LE(per_block, 16.0 * 16 / 7);
+  for (uintptr_t i = 0; i < kBlocks; ++i) {
+    AllocRecord record;
+    ASSERT_TRUE(alloc_table_remove(0x2000'0000'0000 + i * 48, &record));
   }
 }
 
