@@ -152,9 +152,9 @@ class BirthMap {
     return true;
   }
 
-  const BirthCell* find(uint64_t key) const {
+  BirthCell* find(uint64_t key) {
     if (cells_.size() == 0) return nullptr;
-    const BirthCell* cell = const_cast<BirthMap*>(this)->locate(key);
+    BirthCell* cell = locate(key);
     return cell->key == 0 ? nullptr : cell;
   }
 
@@ -163,8 +163,13 @@ class BirthMap {
     count_ = 0;
   }
 
-  const BirthCell* begin() const { return cells_.data(); }
-  const BirthCell* end() const { return cells_.data() + cells_.size(); }
+  BirthCell* begin() { return cells_.data(); }
+  BirthCell* end() { return cells_.data() + cells_.size(); }
+  size_t count() const { return count_; }
+  void release() {
+    cells_.release();
+    count_ = 0;
+  }
   void swap(BirthMap& other) {
     cells_.swap(other.cells_);
     size_t count = count_;
@@ -233,8 +238,15 @@ struct WriterState {
   InternalArray<EmittedThread> threads;
   InternalArray<EmittedCounters> counters;
   InternalArray<uint32_t> site_slot;  // write_lifetimes(): site id -> its slot + 1, 0 between uses
-  BirthMap births_previous;
-  BirthMap births_current;
+  // Live bytes and blocks per (triple, birth epoch) as last emitted, and the scratch map of the
+  // values cells had before this snapshot recomputed them (write_births()).
+  BirthMap births;
+  BirthMap births_before;
+  // Cells from this epoch on are recomputed at the next snapshot (the last scan saw that epoch
+  // only in part); 0 recomputes every cell.
+  uint32_t births_fresh_from = 0;
+  uint32_t births_triples_end = 1;  // triples at or past it are new since the last scan
+  InternalArray<uint64_t> births_dirty;  // bit per triple id: recompute all its cells
   FrameBuilder frame;
   bool births_incomplete = false;
 };
@@ -242,6 +254,16 @@ struct WriterState {
 constinit WriterState g_writer;
 
 uint64_t birth_key(TripleId triple, Epoch birth) { return static_cast<uint64_t>(raw(triple)) << 32 | raw(birth); }
+
+// recompute_birth() tells whether the cell of (triple, birth) is recomputed from the tables at
+// this snapshot; every other cell stays as last emitted.
+bool recompute_birth(uint32_t triple, uint32_t birth) {
+  return birth >= g_writer.births_fresh_from || (g_writer.births_dirty[triple >> 6] >> (triple & 63) & 1) != 0;
+}
+
+bool recompute_cell(uint64_t key) {
+  return recompute_birth(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key));
+}
 
 struct ScanContext {
   uint32_t triples_end;
@@ -251,10 +273,10 @@ void scan_heap(const AllocRecord* records, uint32_t count, void* data) {
   auto* scan = static_cast<ScanContext*>(data);
   for (uint32_t i = 0; i < count; ++i) {
     const AllocRecord& record = records[i];
-    if (raw(record.triple) >= scan->triples_end) continue;
+    if (raw(record.triple) >= scan->triples_end || !recompute_birth(raw(record.triple), raw(record.birth))) continue;
     SampleWeight weight = sample_weight(record.size);
-    if (!g_writer.births_current.add(birth_key(record.triple, record.birth), static_cast<int64_t>(weight.bytes),
-                                     static_cast<int64_t>(weight.blocks))) {
+    if (!g_writer.births.add(birth_key(record.triple, record.birth), static_cast<int64_t>(weight.bytes),
+                             static_cast<int64_t>(weight.blocks))) {
       g_writer.births_incomplete = true;
     }
   }
@@ -264,9 +286,11 @@ void scan_intervals(const Interval* intervals, uint32_t count, void* data) {
   auto* scan = static_cast<ScanContext*>(data);
   for (uint32_t i = 0; i < count; ++i) {
     const Interval& interval = intervals[i];
-    if (raw(interval.triple) >= scan->triples_end) continue;
-    if (!g_writer.births_current.add(birth_key(interval.triple, interval.birth),
-                                     static_cast<int64_t>(interval.end - interval.begin), 1)) {
+    if (raw(interval.triple) >= scan->triples_end || !recompute_birth(raw(interval.triple), raw(interval.birth))) {
+      continue;
+    }
+    if (!g_writer.births.add(birth_key(interval.triple, interval.birth),
+                             static_cast<int64_t>(interval.end - interval.begin), 1)) {
       g_writer.births_incomplete = true;
     }
   }
@@ -479,33 +503,94 @@ void write_counters(FrameBuilder& frame, uint32_t triples_end, InternalArray<uin
   now.release();
 }
 
-void write_births(FrameBuilder& frame, uint32_t triples_end) {
-  g_writer.births_current.clear();
+// mark_births_dirty() sets the triples whose cells are all recomputed: those that freed something
+// since the last snapshot (a freed block may be of any age) and those new since the last scan.
+bool mark_births_dirty(const InternalArray<uint32_t>& freed_triples, uint32_t triples_end) {
+  size_t words = (triples_end + 63) / 64;
+  if (!g_writer.births_dirty.resize(words)) return false;
+  memset(g_writer.births_dirty.data(), 0, words * sizeof(uint64_t));
+  auto mark = [](uint32_t triple) { g_writer.births_dirty[triple >> 6] |= uint64_t{1} << (triple & 63); };
+  for (size_t i = 0; i < freed_triples.size(); ++i) mark(freed_triples[i]);
+  for (uint32_t triple = g_writer.births_triples_end; triple < triples_end; ++triple) mark(triple);
+  return true;
+}
+
+// restore_births() undoes a write_births() that ran out of memory: every recomputed cell gets its
+// emitted value back (0 for a cell this scan made), so the next snapshot starts from what the
+// stream holds.
+void restore_births() {
+  for (BirthCell* cell = g_writer.births.begin(); cell != g_writer.births.end(); ++cell) {
+    if (cell->key == 0 || !recompute_cell(cell->key)) continue;
+    const BirthCell* before = g_writer.births_before.find(cell->key);
+    cell->bytes = before != nullptr ? before->bytes : 0;
+    cell->blocks = before != nullptr ? before->blocks : 0;
+  }
+}
+
+// compact_births() drops the cells whose blocks are all gone once they outnumber the rest, so the
+// map (and every pass over it) stays in proportion to what is live.
+void compact_births(size_t empty_cells) {
+  if (empty_cells < 4096 || empty_cells * 2 < g_writer.births.count()) return;
+  BirthMap compacted;
+  for (BirthCell* cell = g_writer.births.begin(); cell != g_writer.births.end(); ++cell) {
+    if (cell->key == 0 || (cell->bytes == 0 && cell->blocks == 0)) continue;
+    if (!compacted.add(cell->key, cell->bytes, cell->blocks)) {
+      compacted.release();
+      return;  // out of memory: keep the map as it is, empty cells and all
+    }
+  }
+  g_writer.births.swap(compacted);
+  compacted.release();
+}
+
+// write_births() emits the cells of the birth histogram that changed. The map is kept between
+// snapshots, and only the cells that can have changed are recomputed from the tables: those of
+// triples that freed something or are new, and those of the epochs the last scan saw only in part.
+// A process holding a million blocks from its startup then pays one pass over the table and the
+// map per snapshot, not a map update per live block.
+void write_births(FrameBuilder& frame, uint32_t triples_end, const InternalArray<uint32_t>& freed_triples) {
   g_writer.births_incomplete = false;
+  g_writer.births_before.clear();
+  if (!mark_births_dirty(freed_triples, triples_end)) {
+    g_writer.births_fresh_from = 0;  // out of memory: nothing emitted; recompute all next time
+    return;
+  }
+  // Set the recomputed cells aside, then to zero; the scan adds their live blocks again.
+  for (BirthCell* cell = g_writer.births.begin(); cell != g_writer.births.end(); ++cell) {
+    if (cell->key == 0 || !recompute_cell(cell->key)) continue;
+    if (!g_writer.births_before.add(cell->key, cell->bytes, cell->blocks)) {
+      g_writer.births_before.clear();  // out of memory before any change: emit nothing
+      g_writer.births_fresh_from = 0;
+      return;
+    }
+  }
+  for (BirthCell* cell = g_writer.births.begin(); cell != g_writer.births.end(); ++cell) {
+    if (cell->key != 0 && recompute_cell(cell->key)) cell->bytes = cell->blocks = 0;
+  }
   ScanContext scan{triples_end};
   alloc_table_visit(scan_heap, &scan);
   interval_map_visit(scan_intervals, &scan);
-  if (g_writer.births_incomplete) {
-    return;  // out of memory for the histogram: keep the previous one, the stream stays consistent
-  }
-  // One probe of the other map per cell: the changed cells (as deltas, in a BirthCell each) are
-  // gathered first, since the list's count comes before its elements.
+  // The list's count comes before its elements, so the changes are gathered first.
   InternalArray<BirthCell> changed;
-  bool complete = true;
-  for (const BirthCell* cell = g_writer.births_current.begin(); cell != g_writer.births_current.end(); ++cell) {
+  size_t empty_cells = 0;
+  for (BirthCell* cell = g_writer.births.begin(); cell != g_writer.births.end() && !g_writer.births_incomplete;
+       ++cell) {
     if (cell->key == 0) continue;
-    const BirthCell* before = g_writer.births_previous.find(cell->key);
+    empty_cells += cell->bytes == 0 && cell->blocks == 0;
+    if (!recompute_cell(cell->key)) continue;
+    const BirthCell* before = g_writer.births_before.find(cell->key);
     int64_t bytes_before = before != nullptr ? before->bytes : 0;
     int64_t blocks_before = before != nullptr ? before->blocks : 0;
-    if (before != nullptr && bytes_before == cell->bytes && blocks_before == cell->blocks) continue;
-    complete &= changed.push_back(BirthCell{cell->key, cell->bytes - bytes_before, cell->blocks - blocks_before});
+    if (bytes_before == cell->bytes && blocks_before == cell->blocks) continue;
+    g_writer.births_incomplete |=
+        !changed.push_back(BirthCell{cell->key, cell->bytes - bytes_before, cell->blocks - blocks_before});
   }
-  for (const BirthCell* cell = g_writer.births_previous.begin(); cell != g_writer.births_previous.end(); ++cell) {
-    if (cell->key == 0 || g_writer.births_current.find(cell->key) != nullptr) continue;
-    complete &= changed.push_back(BirthCell{cell->key, -cell->bytes, -cell->blocks});
-  }
-  if (!complete) {  // as above: write nothing and keep the previous histogram
+  if (g_writer.births_incomplete) {
+    // Out of memory: emit nothing and put back what the stream holds; recompute all next time.
     changed.release();
+    restore_births();
+    g_writer.births_before.clear();
+    g_writer.births_fresh_from = 0;
     return;
   }
   FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kBirths, changed.size());
@@ -517,7 +602,11 @@ void write_births(FrameBuilder& frame, uint32_t triples_end) {
   }
   frame.end_list(mark, changed.size());
   changed.release();
-  g_writer.births_previous.swap(g_writer.births_current);
+  g_writer.births_before.clear();
+  // The scan saw the epoch now open only in part; triples below the mark are known from now on.
+  g_writer.births_fresh_from = raw(epoch_current());
+  g_writer.births_triples_end = triples_end;
+  compact_births(empty_cells);
 }
 
 // write_lifetimes() takes what each triple freed since the last snapshot, by lifetime bucket, with
@@ -571,8 +660,9 @@ void reset_emitted_state() {
   g_writer.threads.clear();
   g_writer.counters.clear();
   g_writer.site_slot.clear();
-  g_writer.births_previous.clear();
-  g_writer.births_current.clear();
+  g_writer.births.clear();
+  g_writer.births_fresh_from = 0;
+  g_writer.births_triples_end = 1;
 }
 
 void write_cmdline(FrameBuilder& frame) {
@@ -665,7 +755,7 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   write_triples(frame, triples_end);
   InternalArray<uint32_t> freed_triples;
   write_counters(frame, triples_end, &freed_triples);
-  write_births(frame, triples_end);
+  write_births(frame, triples_end, freed_triples);
   write_lifetimes(frame, freed_triples, sites_end);
   freed_triples.release();
   if (!frame.finish()) return -ENOMEM;

@@ -23,16 +23,6 @@ int verdict_rank(Verdict verdict) {
   return 3;
 }
 
-std::vector<LiveByBirth> births_of(const RunState& state, uint32_t site) {
-  std::vector<LiveByBirth> births;
-  const std::vector<int64_t>& bins = state.sites()[site].births;
-  double bin_s = static_cast<double>(state.birth_bin_ns()) / 1e9;
-  for (size_t bin = 0; bin < bins.size(); ++bin) {
-    if (bins[bin] != 0) births.push_back({static_cast<double>(bin) * bin_s, bins[bin]});
-  }
-  return births;
-}
-
 OwnerReport owner_report(const std::vector<SeriesPoint>& points) {
   OwnerReport owner;
   if (points.empty()) return owner;
@@ -107,7 +97,7 @@ RunAnalysis analyze_run(StreamReader& reader, uint32_t at) {
   for (SiteSummary& summary : summarize_live_sites(state)) {
     SiteEvidence evidence;
     evidence.live_bytes = series.site(summary.site);
-    evidence.births = births_of(state, summary.site);
+    evidence.births = live_bytes_by_birth(state, summary.site);
     evidence.now_s = now_s;
     evidence.epochs = state.snapshot_count();
     SiteReport report;

@@ -97,6 +97,7 @@ nlohmann::json diff_json(const AnalyzedRun& before, const AnalyzedRun& after, si
     nlohmann::json entry = site_json(row.shown->summary, symbolizer);
     entry.erase("live_bytes");
     entry.erase("live_blocks");
+    entry.erase("live_bytes_by_birth");  // of one run only; the diff compares totals
     entry["status"] = row.status;
     entry["before_bytes"] = row.before_bytes;
     entry["after_bytes"] = row.after_bytes;

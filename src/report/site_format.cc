@@ -109,6 +109,9 @@ nlohmann::json site_json(const SiteSummary& site, Symbolizer& symbolizer, const 
                      {"live_blocks", task.live_blocks}});
   }
   entry["tasks"] = tasks;
+  nlohmann::json births = nlohmann::json::array();
+  for (const LiveByBirth& birth : site.births) births.push_back({{"birth_s", birth.birth_s}, {"bytes", birth.bytes}});
+  entry["live_bytes_by_birth"] = births;
   return entry;
 }
 

@@ -45,12 +45,23 @@ std::vector<SiteSummary> summarize_live_sites(const RunState& state) {
                      [](const ThreadShare& a, const ThreadShare& b) { return a.live_bytes > b.live_bytes; });
     std::stable_sort(summary.tasks.begin(), summary.tasks.end(),
                      [](const TaskShare& a, const TaskShare& b) { return a.live_bytes > b.live_bytes; });
+    summary.births = live_bytes_by_birth(state, id);
     sites.push_back(std::move(summary));
   }
   std::sort(sites.begin(), sites.end(), [](const SiteSummary& a, const SiteSummary& b) {
     return a.live_bytes != b.live_bytes ? a.live_bytes > b.live_bytes : a.site < b.site;
   });
   return sites;
+}
+
+std::vector<LiveByBirth> live_bytes_by_birth(const RunState& state, uint32_t site) {
+  std::vector<LiveByBirth> births;
+  const std::vector<int64_t>& bins = state.sites()[site].births;
+  double bin_s = static_cast<double>(state.birth_bin_ns()) / 1e9;
+  for (size_t bin = 0; bin < bins.size(); ++bin) {
+    if (bins[bin] != 0) births.push_back({static_cast<double>(bin) * bin_s, bins[bin]});
+  }
+  return births;
 }
 
 std::array<int64_t, internal::kDomainCount> live_bytes_by_domain(const RunState& state) {

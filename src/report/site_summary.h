@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "report/leak_entropy.h"
 #include "report/run_state.h"
 
 namespace leakscope::report {
@@ -36,11 +37,16 @@ struct SiteSummary {
   int64_t live_blocks = 0;
   std::vector<ThreadShare> threads;  // by live bytes, largest first
   std::vector<TaskShare> tasks;      // by live bytes, largest first
+  std::vector<LiveByBirth> births;   // live bytes by birth time, oldest first, nonzero only
 };
 
 // summarize_live_sites() lists every site with live blocks, largest live bytes first (ties by
 // site id, so the order is stable).
 std::vector<SiteSummary> summarize_live_sites(const RunState& state);
+
+// live_bytes_by_birth() is a site's live bytes by birth time (the stream's birth histogram, in the
+// RunState's bins), oldest first, leaving out empty bins.
+std::vector<LiveByBirth> live_bytes_by_birth(const RunState& state, uint32_t site);
 
 // live_bytes_by_domain() sums live bytes per domain (index: Domain value).
 std::array<int64_t, internal::kDomainCount> live_bytes_by_domain(const RunState& state);
