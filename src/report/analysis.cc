@@ -65,7 +65,10 @@ std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>&
   finding.kind = "untracked_growth";
   finding.rss_growth_bytes_per_min = theil_sen_slope(program_anon) * 60;
   finding.tracked_growth_bytes_per_min = theil_sen_slope(tracked) * 60;
-  finding.untracked_growth_bytes_per_min = finding.rss_growth_bytes_per_min - finding.tracked_growth_bytes_per_min;
+  // Tracked bytes that shrink explain none of the growth, and make none of it more unexplained:
+  // memory the allocator keeps after frees is a finding only when the process itself grows.
+  double explained = std::max(finding.tracked_growth_bytes_per_min, 0.0);
+  finding.untracked_growth_bytes_per_min = finding.rss_growth_bytes_per_min - explained;
   finding.mann_kendall_z = mann_kendall(program_anon).z;
   if (finding.mann_kendall_z >= kTrendZ && finding.rss_growth_bytes_per_min > 0 &&
       finding.untracked_growth_bytes_per_min >= kMinUntrackedShare * finding.rss_growth_bytes_per_min &&
