@@ -60,6 +60,9 @@ inline uint64_t pointer_hash(uintptr_t pointer) {
   return (static_cast<uint64_t>(pointer) >> 4) * 0x9e3779b97f4a7c15ull;
 }
 
+// What insert() did with a record.
+enum class Inserted { kNew, kReplacing, kNoMemory };
+
 // One shard: linear probing over a power-of-two number of slots, backward-shift deletion, all
 // under the shard's lock. (Capacities between powers of two would keep the table fuller, but
 // mapping a hash onto them put a multiply before every probe, which cost more time than the
@@ -101,18 +104,17 @@ struct alignas(64) Shard {
     return true;
   }
 
-  // insert() places `record`; true (with the old record in *replaced) when its address was taken.
-  // False also when memory is exhausted: the block then goes untracked.
-  bool insert(const AllocRecord& record, uint64_t hash, AllocRecord* replaced, bool* placed) {
-    *placed = false;
-    if ((count + 1) * uint64_t{8} > capacity * uint64_t{7} && !grow()) return false;
+  // insert() places `record`; when its address was taken, the old record goes to *replaced. With
+  // memory exhausted the block goes untracked.
+  Inserted insert(const AllocRecord& record, uint64_t hash, AllocRecord* replaced) {
+    if ((count + 1) * uint64_t{8} > capacity * uint64_t{7} && !grow()) return Inserted::kNoMemory;
     uint32_t slot = find(record.pointer, hash);
     bool was_taken = pointer_of(slots[slot]) != 0;
     if (was_taken) *replaced = unpack(slots[slot]);
     store(&slots[slot], record);
-    if (!was_taken) ++count;
-    *placed = true;
-    return was_taken;
+    if (was_taken) return Inserted::kReplacing;
+    ++count;
+    return Inserted::kNew;
   }
 
   bool remove(uintptr_t pointer, uint64_t hash, AllocRecord* removed) {
@@ -144,11 +146,11 @@ class ShardSet {
 
   Shard<Slot>& shard_of(uint64_t hash) { return shards_[hash >> (64 - kShardBits)]; }
 
-  bool insert(const AllocRecord& record, AllocRecord* replaced, bool* placed) {
+  Inserted insert(const AllocRecord& record, AllocRecord* replaced) {
     uint64_t hash = pointer_hash(record.pointer);
     Shard<Slot>& shard = shard_of(hash);
     SpinLockGuard guard(shard.lock);
-    return shard.insert(record, hash, replaced, placed);
+    return shard.insert(record, hash, replaced);
   }
 
   bool remove(uintptr_t pointer, AllocRecord* removed) {
@@ -216,11 +218,9 @@ constinit std::atomic<uint64_t> g_wide_live{0};
 bool wide_in_use() { return g_wide_live.load(std::memory_order_relaxed) != 0; }
 
 bool insert_wide(const AllocRecord& record, AllocRecord* replaced) {
-  bool placed;
-  g_wide_live.fetch_add(1, std::memory_order_relaxed);
-  bool was_taken = g_wide.insert(record, replaced, &placed);
-  if (was_taken || !placed) g_wide_live.fetch_sub(1, std::memory_order_relaxed);
-  return was_taken;
+  Inserted inserted = g_wide.insert(record, replaced);
+  if (inserted == Inserted::kNew) g_wide_live.fetch_add(1, std::memory_order_relaxed);
+  return inserted == Inserted::kReplacing;
 }
 
 bool remove_wide(uintptr_t pointer, AllocRecord* removed) {
@@ -235,13 +235,12 @@ bool remove_wide(uintptr_t pointer, AllocRecord* removed) {
 // at that address out of the other.
 bool alloc_table_insert(const AllocRecord& record, AllocRecord* replaced) {
   if (record.pointer == 0) return false;  // 0 marks an empty slot; nothing lives there
-  bool placed;
   if (packable(record)) {
     if (remove_wide(record.pointer, replaced)) {
-      g_packed.insert(record, replaced, &placed);
+      g_packed.insert(record, replaced);
       return true;
     }
-    return g_packed.insert(record, replaced, &placed);
+    return g_packed.insert(record, replaced) == Inserted::kReplacing;
   }
   if (packable_pointer(record.pointer) && g_packed.remove(record.pointer, replaced)) {
     insert_wide(record, replaced);

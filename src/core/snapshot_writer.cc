@@ -255,14 +255,11 @@ constinit WriterState g_writer;
 
 uint64_t birth_key(TripleId triple, Epoch birth) { return static_cast<uint64_t>(raw(triple)) << 32 | raw(birth); }
 
-// recompute_birth() tells whether the cell of (triple, birth) is recomputed from the tables at
+// recompute_cell() tells whether the cell `key` (see birth_key()) is recomputed from the tables at
 // this snapshot; every other cell stays as last emitted.
-bool recompute_birth(uint32_t triple, uint32_t birth) {
-  return birth >= g_writer.births_fresh_from || (g_writer.births_dirty[triple >> 6] >> (triple & 63) & 1) != 0;
-}
-
 bool recompute_cell(uint64_t key) {
-  return recompute_birth(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key));
+  uint32_t triple = static_cast<uint32_t>(key >> 32), birth = static_cast<uint32_t>(key);
+  return birth >= g_writer.births_fresh_from || (g_writer.births_dirty[triple >> 6] >> (triple & 63) & 1) != 0;
 }
 
 struct ScanContext {
@@ -273,10 +270,10 @@ void scan_heap(const AllocRecord* records, uint32_t count, void* data) {
   auto* scan = static_cast<ScanContext*>(data);
   for (uint32_t i = 0; i < count; ++i) {
     const AllocRecord& record = records[i];
-    if (raw(record.triple) >= scan->triples_end || !recompute_birth(raw(record.triple), raw(record.birth))) continue;
+    uint64_t key = birth_key(record.triple, record.birth);
+    if (raw(record.triple) >= scan->triples_end || !recompute_cell(key)) continue;
     SampleWeight weight = sample_weight(record.size);
-    if (!g_writer.births.add(birth_key(record.triple, record.birth), static_cast<int64_t>(weight.bytes),
-                             static_cast<int64_t>(weight.blocks))) {
+    if (!g_writer.births.add(key, static_cast<int64_t>(weight.bytes), static_cast<int64_t>(weight.blocks))) {
       g_writer.births_incomplete = true;
     }
   }
@@ -286,11 +283,9 @@ void scan_intervals(const Interval* intervals, uint32_t count, void* data) {
   auto* scan = static_cast<ScanContext*>(data);
   for (uint32_t i = 0; i < count; ++i) {
     const Interval& interval = intervals[i];
-    if (raw(interval.triple) >= scan->triples_end || !recompute_birth(raw(interval.triple), raw(interval.birth))) {
-      continue;
-    }
-    if (!g_writer.births.add(birth_key(interval.triple, interval.birth),
-                             static_cast<int64_t>(interval.end - interval.begin), 1)) {
+    uint64_t key = birth_key(interval.triple, interval.birth);
+    if (raw(interval.triple) >= scan->triples_end || !recompute_cell(key)) continue;
+    if (!g_writer.births.add(key, static_cast<int64_t>(interval.end - interval.begin), 1)) {
       g_writer.births_incomplete = true;
     }
   }

@@ -67,7 +67,7 @@ bool thread_registry_init() {
 }
 
 ThreadState* thread_current() {
-  ThreadState* state = leakscope_tls_thread;
+  ThreadState* state = thread_current_if_registered();
   if (LS_LIKELY(state != nullptr)) return state;
   return thread_register();
 }

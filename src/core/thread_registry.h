@@ -59,10 +59,6 @@ bool thread_registry_init();
 // signal-safe on a thread's first call.
 ThreadState* thread_current();
 
-// thread_current_if_registered() is this thread's state, or nullptr before its first event.
-// Inline and signal-safe, for the hooks' fast paths.
-inline ThreadState* thread_current_if_registered();
-
 // thread_current_task() is the innermost task of `state`, or TaskId::kNone.
 inline TaskId thread_current_task(const ThreadState* state) {
   int depth = state->task_depth;
@@ -82,12 +78,16 @@ void thread_registry_after_fork_child();
 
 }  // namespace leakscope::internal
 
-// This thread's state, set on registration.
+// This thread's state, set on registration (initial-exec: reading it never allocates).
 extern __thread leakscope::internal::ThreadState* leakscope_tls_thread
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
-inline leakscope::internal::ThreadState* leakscope::internal::thread_current_if_registered() {
-  return leakscope_tls_thread;
-}
+namespace leakscope::internal {
+
+// thread_current_if_registered() is this thread's state, or nullptr before its first event.
+// Inline and signal-safe, for the hooks' fast paths.
+inline ThreadState* thread_current_if_registered() { return leakscope_tls_thread; }
+
+}  // namespace leakscope::internal
 
 #endif  // LEAKSCOPE_CORE_THREAD_REGISTRY_H_

@@ -29,6 +29,7 @@ LS_ALWAYS_INLINE void* allocate_recorded(size_t size, Call&& call) {
 // address may be reused as soon as the real realloc returns) and put back if the call fails.
 template <typename Call>
 LS_ALWAYS_INLINE void* resize_recorded(void* pointer, size_t size, Call&& call) {
+  // Sampled mode: neither the old block nor the new one is recorded.
   if ((pointer == nullptr || recorder_skips_free(pointer)) && recorder_skips_alloc(size)) return call();
   if (!hook_begin()) return call();
   AllocRecord taken;

@@ -100,7 +100,7 @@ RunAnalysis analyze_run(StreamReader& reader, uint32_t at) {
   for (SiteSummary& summary : summarize_live_sites(state)) {
     SiteEvidence evidence;
     evidence.live_bytes = series.site(summary.site);
-    evidence.births = live_bytes_by_birth(state, summary.site);
+    evidence.births = summary.births;
     evidence.now_s = now_s;
     evidence.epochs = state.snapshot_count();
     SiteReport report;

@@ -6,6 +6,22 @@
 
 namespace leakscope::report {
 
+namespace {
+
+// live_bytes_by_birth() is a site's live bytes by birth time (the stream's birth histogram, in the
+// RunState's bins), oldest first, leaving out empty bins.
+std::vector<LiveByBirth> live_bytes_by_birth(const RunState& state, uint32_t site) {
+  std::vector<LiveByBirth> births;
+  const std::vector<int64_t>& bins = state.sites()[site].births;
+  double bin_s = static_cast<double>(state.birth_bin_ns()) / 1e9;
+  for (size_t bin = 0; bin < bins.size(); ++bin) {
+    if (bins[bin] != 0) births.push_back({static_cast<double>(bin) * bin_s, bins[bin]});
+  }
+  return births;
+}
+
+}  // namespace
+
 std::vector<SiteSummary> summarize_live_sites(const RunState& state) {
   std::unordered_map<uint32_t, SiteSummary> by_site;
   std::unordered_map<uint32_t, std::map<uint32_t, ThreadShare>> threads;
@@ -52,16 +68,6 @@ std::vector<SiteSummary> summarize_live_sites(const RunState& state) {
     return a.live_bytes != b.live_bytes ? a.live_bytes > b.live_bytes : a.site < b.site;
   });
   return sites;
-}
-
-std::vector<LiveByBirth> live_bytes_by_birth(const RunState& state, uint32_t site) {
-  std::vector<LiveByBirth> births;
-  const std::vector<int64_t>& bins = state.sites()[site].births;
-  double bin_s = static_cast<double>(state.birth_bin_ns()) / 1e9;
-  for (size_t bin = 0; bin < bins.size(); ++bin) {
-    if (bins[bin] != 0) births.push_back({static_cast<double>(bin) * bin_s, bins[bin]});
-  }
-  return births;
 }
 
 std::array<int64_t, internal::kDomainCount> live_bytes_by_domain(const RunState& state) {

@@ -44,10 +44,6 @@ struct SiteSummary {
 // site id, so the order is stable).
 std::vector<SiteSummary> summarize_live_sites(const RunState& state);
 
-// live_bytes_by_birth() is a site's live bytes by birth time (the stream's birth histogram, in the
-// RunState's bins), oldest first, leaving out empty bins.
-std::vector<LiveByBirth> live_bytes_by_birth(const RunState& state, uint32_t site);
-
 // live_bytes_by_domain() sums live bytes per domain (index: Domain value).
 std::array<int64_t, internal::kDomainCount> live_bytes_by_domain(const RunState& state);
 
