@@ -93,6 +93,7 @@ void keep_cut(const IntervalCut& cut, void* context) {
 }  // namespace
 
 void recorder_take_range(uintptr_t begin, size_t length, TakenRange* taken) {
+  runtime_poll_teardown();
   taken->count = 0;
   TakeContext context{taken, epoch_current()};
   interval_map_extract(begin, begin + length, keep_cut, &context);
@@ -120,11 +121,15 @@ void recorder_alloc(Domain domain, void* pointer, size_t size) {
 }
 
 void recorder_free(void* pointer) {
+  runtime_poll_teardown();
   AllocRecord removed;
   if (take_record(pointer, &removed)) count_freed(removed, epoch_current());
 }
 
-bool recorder_take(void* pointer, AllocRecord* taken) { return take_record(pointer, taken); }
+bool recorder_take(void* pointer, AllocRecord* taken) {
+  runtime_poll_teardown();
+  return take_record(pointer, taken);
+}
 
 void recorder_count_freed(const AllocRecord& taken) { count_freed(taken, epoch_current()); }
 
@@ -139,6 +144,7 @@ void recorder_map(Domain domain, uintptr_t begin, size_t length) {
 }
 
 void recorder_unmap(uintptr_t begin, size_t length) {
+  runtime_poll_teardown();
   Epoch now = epoch_current();
   interval_map_extract(begin, begin + length, count_cut, &now);
 }

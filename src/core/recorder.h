@@ -41,6 +41,9 @@ LS_ALWAYS_INLINE bool recorder_skips_free(const void* pointer) {
 // recorder_alloc() records a new block of the heap-like `domain` at `pointer`.
 void recorder_alloc(Domain domain, void* pointer, size_t size);
 
+// Every function below that ends blocks first polls for the start of teardown
+// (runtime_poll_teardown()), so the teardown mark precedes what teardown frees.
+
 // recorder_free() records the end of the block at `pointer`, if it is tracked.
 void recorder_free(void* pointer);
 

@@ -16,7 +16,9 @@
 #include "core/interval_map.h"
 #include "core/module_map.h"
 #include "core/recorder.h"
+#include "core/interpreter.h"
 #include "core/sampler.h"
+#include "core/snapshot_schedule.h"
 #include "core/snapshot_writer.h"
 #include "core/spin_lock.h"
 #include "core/stack_capture.h"
@@ -33,6 +35,7 @@ __thread int leakscope_tls_hook_depth __attribute__((tls_model("initial-exec"), 
 namespace leakscope::internal {
 
 std::atomic<int> g_runtime_state{kUninitialized};
+constinit std::atomic<const uint64_t*> g_teardown_word{nullptr};
 
 namespace {
 
@@ -43,6 +46,8 @@ constexpr const char* kLineageVariable = "LEAKSCOPE_TRACED_ROOT";
 Options g_options;
 SpinLock g_snapshot_lock;  // one snapshot at a time: writer thread, snapshot_now, exit, signals
 bool g_final_written = false;
+std::atomic<bool> g_teardown_marked{false};
+std::atomic<bool> g_exec_pending{false};  // periodic snapshots wait: the exec snapshot must stay last
 pid_t g_pid = 0;
 char g_output_path[kMaxPathLength];
 std::atomic<bool> g_disable_reported{false};
@@ -197,7 +202,8 @@ void* writer_main(void*) {
   leakscope_tls_hook_depth = 1;  // the writer's own libc calls are never the program's
   prctl(PR_SET_NAME, "leakscope", 0, 0, 0);
   uint64_t interval = g_options.interval;
-  uint64_t next = sys::monotonic_ns() + interval;
+  uint64_t start = sys::monotonic_ns();
+  uint64_t next = start + snapshot_epoch_length(0, interval, 0, g_options.ramp);
   while (__atomic_load_n(&g_writer_wake, __ATOMIC_ACQUIRE) == 0) {
     uint64_t now = sys::monotonic_ns();
     if (now < next) {
@@ -205,10 +211,12 @@ void* writer_main(void*) {
       continue;
     }
     g_snapshot_lock.lock();
-    write_snapshot_locked(SnapshotReason::kPeriodic, 0, false);
+    if (!g_exec_pending.load(std::memory_order_acquire)) write_snapshot_locked(SnapshotReason::kPeriodic, 0, false);
     g_snapshot_lock.unlock();
-    next += interval;
-    if (next <= now) next = now + interval;  // a slow snapshot skips ticks rather than bursting
+    uint64_t done = sys::monotonic_ns();
+    uint64_t length = snapshot_epoch_length(done - start, interval, done - now, g_options.ramp);
+    next += length;
+    if (next <= done) next = done + length;  // a slow snapshot skips ticks rather than bursting
   }
   return nullptr;
 }
@@ -272,6 +280,8 @@ void after_fork_child() {
 
   pid_t parent = g_pid;
   g_pid = sys::get_pid();
+  g_teardown_marked.store(false, std::memory_order_relaxed);
+  g_exec_pending.store(false, std::memory_order_relaxed);
   if (g_runtime_state.load(std::memory_order_relaxed) == kActive && !g_final_written) {
     int parent_fd = snapshot_writer_fd();
     if (parent_fd >= 0) sys::close_file(parent_fd);
@@ -306,6 +316,7 @@ __attribute__((constructor)) void start() {
   }
   if (!g_options.follow_exec) remove_self_from_preload();
   if (open_stream(descendant, descendant ? sys::get_ppid() : 0, sys::monotonic_ns())) {
+    interpreter_attach(nullptr);
     if (g_options.signal_snapshot) signal_hooks_install();
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     start_writer_thread();
@@ -313,7 +324,7 @@ __attribute__((constructor)) void start() {
   --leakscope_tls_hook_depth;
 }
 
-__attribute__((destructor)) void stop() { runtime_finish(); }
+__attribute__((destructor)) void stop() { runtime_finish(SnapshotReason::kExit); }
 
 }  // namespace
 
@@ -371,16 +382,39 @@ int runtime_snapshot_now() {
   return result;
 }
 
-void runtime_finish() {
+void runtime_finish(SnapshotReason reason) {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return;
   ++leakscope_tls_hook_depth;
   stop_writer_thread();
   g_snapshot_lock.lock();
-  write_snapshot_locked(SnapshotReason::kExit, 0, true);
+  write_snapshot_locked(reason, 0, true);
   g_snapshot_lock.unlock();
   g_runtime_state.store(kDisabled, std::memory_order_release);
   --leakscope_tls_hook_depth;
 }
+
+void runtime_mark_teardown(SnapshotReason reason) {
+  if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return;
+  if (g_teardown_marked.exchange(true, std::memory_order_acq_rel)) return;
+  g_teardown_word.store(nullptr, std::memory_order_relaxed);
+  ++leakscope_tls_hook_depth;
+  g_snapshot_lock.lock();
+  write_snapshot_locked(reason, 0, false);
+  g_snapshot_lock.unlock();
+  --leakscope_tls_hook_depth;
+}
+
+void runtime_before_exec() {
+  if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return;
+  ++leakscope_tls_hook_depth;
+  g_snapshot_lock.lock();
+  g_exec_pending.store(true, std::memory_order_release);
+  write_snapshot_locked(SnapshotReason::kExec, 0, false);
+  g_snapshot_lock.unlock();
+  --leakscope_tls_hook_depth;
+}
+
+void runtime_exec_failed() { g_exec_pending.store(false, std::memory_order_release); }
 
 void runtime_fatal_signal_snapshot(int signal_number) {
   // Interrupted inside the runtime: it may hold any of our locks, so writing could deadlock.

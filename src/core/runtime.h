@@ -10,6 +10,8 @@
 #ifndef LEAKSCOPE_CORE_RUNTIME_H_
 #define LEAKSCOPE_CORE_RUNTIME_H_
 
+#include <stdint.h>
+
 #include <atomic>
 
 #include "core/options.h"
@@ -53,9 +55,35 @@ void runtime_init();
 // runtime_snapshot_now() writes a snapshot now; 0 on success, -1 when not tracking or on error.
 int runtime_snapshot_now();
 
-// runtime_finish() writes the final snapshot (exit, _exit) and stops tracking. Idempotent; a
-// no-op in a vfork child, which shares the parent's memory.
-void runtime_finish();
+// runtime_finish() writes the final snapshot and stops tracking: `reason` is kExit (the library
+// destructor, after atexit handlers and static destructors) or kUnderscoreExit (_exit, _Exit).
+// Idempotent; a no-op in a vfork child, which shares the parent's memory.
+void runtime_finish(SnapshotReason reason);
+
+// runtime_mark_teardown() writes the snapshot that marks where teardown begins, once per process:
+// `reason` is kTeardown (exit() called, an interpreter began finalizing) or kMainReturned. Reports
+// judge the run before it and show what teardown freed apart. Later calls return at once.
+// Thread-safe; callable from inside a hook, provided the caller holds none of the runtime's table
+// locks.
+void runtime_mark_teardown(SnapshotReason reason);
+
+// A word in a language runtime's memory that turns non-zero when that runtime begins its teardown
+// (an interpreter that calls its own finalizer directly, so that no hook sees it begin), set by an
+// interpreter backend (core/interpreter.h). Every recorded free polls it first, so the teardown
+// mark is written before the first byte that teardown frees is counted.
+extern std::atomic<const uint64_t*> g_teardown_word;
+
+// runtime_poll_teardown() is that poll: one relaxed load when no interpreter is watched.
+LS_ALWAYS_INLINE void runtime_poll_teardown() {
+  const uint64_t* word = g_teardown_word.load(std::memory_order_relaxed);
+  if (LS_UNLIKELY(word != nullptr) && __atomic_load_n(word, __ATOMIC_RELAXED) != 0) runtime_mark_teardown(SnapshotReason::kTeardown);
+}
+
+// runtime_before_exec() writes the snapshot that ends this program image's stream (reason kExec)
+// and holds back periodic snapshots, so that it stays the last one; runtime_exec_failed() resumes
+// them when exec returned. Thread-safe.
+void runtime_before_exec();
+void runtime_exec_failed();
 
 // runtime_fatal_signal_snapshot() writes a final snapshot from a fatal-signal handler if it can
 // do so without waiting on a lock this thread might hold. Async-signal-aware.

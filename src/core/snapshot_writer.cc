@@ -604,14 +604,16 @@ void write_births(FrameBuilder& frame, uint32_t triples_end, const InternalArray
   compact_births(empty_cells);
 }
 
-// write_lifetimes() takes what each triple freed since the last snapshot, by lifetime bucket, with
-// an atomic exchange (a free racing with it lands before or after, never lost), and emits the sums
-// per site. Only triples whose frees moved (write_counters) are visited, and no per-site state is
-// kept between snapshots.
+// write_lifetimes() takes what each triple freed since the last snapshot, by lifetime bucket, and
+// its temporary blocks, with atomic exchanges (a free racing with them lands before or after,
+// never lost), and emits the sums per site: LIFETIMES, then TEMPORARIES. Only triples whose frees
+// moved (write_counters) are visited, and no per-site state is kept between snapshots.
 void write_lifetimes(FrameBuilder& frame, const InternalArray<uint32_t>& freed_triples, uint32_t sites_end) {
   InternalArray<uint32_t> sites;
   InternalArray<LifetimeBytes> deltas;
+  InternalArray<uint64_t> temporaries;
   g_writer.site_slot.resize(sites_end);
+  size_t sites_with_temporaries = 0;
   for (size_t i = 0; i < freed_triples.size(); ++i) {
     TripleEntry* triple = triple_get_mutable(static_cast<TripleId>(freed_triples[i]));
     LifetimeBytes delta{};
@@ -620,15 +622,19 @@ void write_lifetimes(FrameBuilder& frame, const InternalArray<uint32_t>& freed_t
       delta.bytes[b] = triple->freed_bytes_by_lifetime[b].exchange(0, std::memory_order_relaxed);
       any |= delta.bytes[b] != 0;
     }
-    if (!any) continue;
+    uint64_t temporary = triple->temporary_blocks.exchange(0, std::memory_order_relaxed);
+    if (!any && temporary == 0) continue;
     uint32_t& site_slot = g_writer.site_slot[triple->site->id];
     if (site_slot == 0) {
       sites.push_back(triple->site->id);
       deltas.push_back(LifetimeBytes{});
+      temporaries.push_back(0);
       site_slot = static_cast<uint32_t>(sites.size());
     }
     size_t slot = site_slot - 1;
     for (int b = 0; b < kLifetimeBuckets; ++b) deltas[slot].bytes[b] += delta.bytes[b];
+    if (temporaries[slot] == 0 && temporary != 0) ++sites_with_temporaries;
+    temporaries[slot] += temporary;
   }
   FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kLifetimes, sites.size());
   for (size_t i = 0; i < sites.size(); ++i) {
@@ -643,9 +649,17 @@ void write_lifetimes(FrameBuilder& frame, const InternalArray<uint32_t>& freed_t
     }
   }
   frame.end_list(mark, sites.size());
+  mark = frame.begin_list(SectionTag::kTemporaries, sites_with_temporaries);
+  for (size_t i = 0; i < sites.size(); ++i) {
+    if (temporaries[i] == 0) continue;
+    frame.varint(sites[i]);
+    frame.varint(temporaries[i]);
+  }
+  frame.end_list(mark, sites_with_temporaries);
   for (size_t i = 0; i < sites.size(); ++i) g_writer.site_slot[sites[i]] = 0;
   sites.release();
   deltas.release();
+  temporaries.release();
 }
 
 void reset_emitted_state() {

@@ -43,14 +43,19 @@ enum class SectionTag : uint32_t {
   kCounters = 9,
   kBirths = 10,
   kLifetimes = 11,
+  kTemporaries = 12,
 };
 
 // Why a snapshot was taken (INFO section).
 enum class SnapshotReason : uint32_t {
   kPeriodic = 0,
-  kOnDemand = 1,  // leakscope_snapshot_now()
-  kExit = 2,      // exit(), _exit() or the library destructor
-  kSignal = 3,    // a fatal signal; the signal number is in the INFO section
+  kOnDemand = 1,        // leakscope_snapshot_now()
+  kExit = 2,            // the final one after exit() or a return from main (the library destructor)
+  kSignal = 3,          // a fatal signal; the signal number is in the INFO section
+  kTeardown = 4,        // teardown begins: exit() called, or the interpreter began finalizing
+  kUnderscoreExit = 5,  // the final one at _exit() or _Exit(): no atexit handler or destructor ran
+  kExec = 6,            // the last one before exec replaces the program (not final: exec may fail)
+  kMainReturned = 7,    // teardown begins at main's return: main's own locals are already destroyed
 };
 
 // A varint takes at most this many bytes.

@@ -43,6 +43,9 @@ struct TripleEntry {
   // one, so frees on different cores do not contend for one cache line. Bytes freed since the last
   // snapshot: the writer takes them with an atomic exchange and sums them per site.
   std::atomic<uint64_t> freed_bytes_by_lifetime[kLifetimeBuckets];
+  // Blocks freed in the epoch they were born in (temporary allocations), since the last snapshot;
+  // taken by exchange like the lifetimes.
+  std::atomic<uint64_t> temporary_blocks;
 };
 
 bool triple_registry_init();
@@ -72,6 +75,7 @@ inline void triple_record_free(TripleEntry* triple, uint64_t bytes, uint64_t blo
   triple->free_bytes.fetch_add(bytes, std::memory_order_relaxed);
   uint32_t lifetime = raw(now) >= raw(birth) ? raw(now) - raw(birth) : 0;
   triple->freed_bytes_by_lifetime[lifetime_bucket(lifetime)].fetch_add(bytes, std::memory_order_relaxed);
+  if (lifetime == 0 && blocks != 0) triple->temporary_blocks.fetch_add(blocks, std::memory_order_relaxed);
 }
 
 inline void triple_record_alloc(TripleEntry* triple, uint64_t bytes, uint64_t blocks) {

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "core/epoch.h"
+#include "core/interpreter.h"
 #include "core/module_map.h"
 #include "core/runtime.h"
 #include "core/sys.h"
@@ -16,9 +17,12 @@ namespace {
 
 std::atomic<bool> g_deepbind_reported{false};
 
-void refresh_modules() {
+// refresh_modules() records the module map after a dlopen (`handle`: what it returned) or a
+// dlclose (nullptr); a library dlopen'd late may bring an interpreter along.
+void refresh_modules(void* handle) {
   if (!hook_begin()) return;
   module_map_refresh(epoch_current(), false);
+  if (handle != nullptr) interpreter_attach(handle);
   hook_end();
 }
 
@@ -33,13 +37,13 @@ void* handle_dlopen(const char* file, int mode) {
     }
   }
   void* handle = g_real.dlopen(file, mode);
-  if (handle != nullptr) refresh_modules();
+  if (handle != nullptr) refresh_modules(handle);
   return handle;
 }
 
 int handle_dlclose(void* handle) {
   int result = g_real.dlclose(handle);
-  if (result == 0) refresh_modules();
+  if (result == 0) refresh_modules(nullptr);
   return result;
 }
 

@@ -1,0 +1,72 @@
+// CPython as the interpreter of core/interpreter.h: finds `_PyRuntime` in the process and watches
+// the word that turns non-zero when Py_FinalizeEx begins tearing the interpreter down (after the
+// program's atexit callbacks, before modules and their globals are freed). Debian's python3.11
+// links libpython into the executable, so Py_FinalizeEx's calls cannot be interposed there; the
+// word works the same in a static and a shared libpython.
+//
+// Offsets of _PyRuntime._finalizing, taken from each version's headers (pycore_runtime.h); 3.13
+// publishes them in _Py_DebugOffsets at the start of _PyRuntime, which is read instead when its
+// cookie is there. An unknown version is left unwatched: the mark then comes from exit() or the
+// return from main, after finalization.
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <atomic>
+
+#include "core/interpreter.h"
+#include "core/runtime.h"
+
+namespace leakscope::internal {
+namespace {
+
+constexpr char kDebugCookie[8] = {'x', 'd', 'e', 'b', 'u', 'g', 'p', 'y'};
+constexpr size_t kDebugFinalizingWord = 4;  // cookie, version, free_threaded, runtime_state.size, .finalizing
+
+std::atomic<bool> g_found{false};
+
+// python_minor_version() is X of the running CPython 3.X, or -1.
+int python_minor_version(void* scope) {
+  if (auto* hex = static_cast<const unsigned long*>(dlsym(scope, "Py_Version"))) {  // 3.11+
+    return (*hex >> 24) == 3 ? static_cast<int>((*hex >> 16) & 0xff) : -1;
+  }
+  // 3.10: Py_GetVersion() formats a static buffer; it allocates nothing and runs no Python.
+  auto get_version = reinterpret_cast<const char* (*)()>(dlsym(scope, "Py_GetVersion"));
+  const char* text = get_version != nullptr ? get_version() : nullptr;
+  if (text == nullptr || strncmp(text, "3.", 2) != 0) return -1;
+  return static_cast<int>(strtol(text + 2, nullptr, 10));
+}
+
+// finalizing_offset() is where _PyRuntime._finalizing lies, or 0 when this build is not known.
+size_t finalizing_offset(const uint8_t* runtime, int minor) {
+  if (memcmp(runtime, kDebugCookie, sizeof(kDebugCookie)) == 0) {
+    uint64_t offset;
+    memcpy(&offset, runtime + 8 * kDebugFinalizingWord, sizeof(offset));
+    return offset < (1u << 20) ? static_cast<size_t>(offset) : 0;
+  }
+  switch (minor) {
+    case 10: return 16;
+    case 11:
+    case 12: return 24;
+    default: return 0;
+  }
+}
+
+bool attach_in(void* scope) {
+  auto* runtime = static_cast<const uint8_t*>(dlsym(scope, "_PyRuntime"));
+  if (runtime == nullptr) return false;
+  g_found.store(true, std::memory_order_release);
+  size_t offset = finalizing_offset(runtime, python_minor_version(scope));
+  if (offset != 0) g_teardown_word.store(reinterpret_cast<const uint64_t*>(runtime + offset), std::memory_order_release);
+  return true;
+}
+
+}  // namespace
+
+void interpreter_attach(void* handle) {
+  if (g_found.load(std::memory_order_acquire)) return;
+  if (!attach_in(RTLD_DEFAULT) && handle != nullptr) attach_in(handle);
+}
+
+}  // namespace leakscope::internal
