@@ -1,9 +1,12 @@
 #include "report/analysis.h"
 
 #include <algorithm>
+#include <map>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "report/site_format.h"
 #include "report/units.h"
 
 namespace leakscope::report {
@@ -23,6 +26,14 @@ int verdict_rank(Verdict verdict) {
   return 3;
 }
 
+// Leaks first by growth rate, then caches, startup residents and unknown sites by live bytes.
+bool ranks_before(const SiteJudgement& a, int64_t a_bytes, const SiteJudgement& b, int64_t b_bytes) {
+  int rank_a = verdict_rank(a.verdict), rank_b = verdict_rank(b.verdict);
+  if (rank_a != rank_b) return rank_a < rank_b;
+  if (rank_a == 0 && a.growth_bytes_per_min != b.growth_bytes_per_min) return a.growth_bytes_per_min > b.growth_bytes_per_min;
+  return a_bytes > b_bytes;
+}
+
 OwnerReport owner_report(const std::vector<SeriesPoint>& points) {
   OwnerReport owner;
   if (points.empty()) return owner;
@@ -37,6 +48,184 @@ OwnerReport owner_report(const std::vector<SeriesPoint>& points) {
 void sort_by_live_bytes(std::vector<OwnerReport>& owners) {
   std::stable_sort(owners.begin(), owners.end(),
                    [](const OwnerReport& a, const OwnerReport& b) { return a.live_bytes > b.live_bytes; });
+}
+
+int64_t host_bytes(const std::array<int64_t, internal::kDomainCount>& by_domain) {
+  int64_t total = 0;
+  for (size_t d = 0; d < by_domain.size(); ++d) {
+    if (is_host_domain(static_cast<Domain>(d))) total += by_domain[d];
+  }
+  return total;
+}
+
+// sum_series() adds series that share one time grid (LiveSeries tracks all end at its last
+// sample), aligned at their ends.
+std::vector<SeriesPoint> sum_series(const std::vector<std::vector<SeriesPoint>>& parts) {
+  std::vector<SeriesPoint> sum;
+  for (const std::vector<SeriesPoint>& part : parts) {
+    if (part.size() > sum.size()) {
+      std::vector<SeriesPoint> longer(part.begin(), part.begin() + static_cast<long>(part.size() - sum.size()));
+      for (SeriesPoint& point : longer) point.value = 0;
+      longer.insert(longer.end(), sum.begin(), sum.end());
+      sum = std::move(longer);
+    }
+    size_t offset = sum.size() - part.size();
+    for (size_t i = 0; i < part.size(); ++i) sum[offset + i].value += part[i].value;
+  }
+  return sum;
+}
+
+// site_series() is a site's live bytes over time; a site taken from the snapshot before a
+// main-return mark ends at the value it had there.
+std::vector<SeriesPoint> site_series(const LiveSeries& series, const SiteReport& site) {
+  std::vector<SeriesPoint> points = series.site(site.summary.site);
+  if (site.from_earlier && !points.empty()) points.back().value = static_cast<double>(site.summary.live_bytes);
+  return points;
+}
+
+// What names a site to a person: its first user frame, or its innermost frame when it has none
+// (then the site is a group of its own).
+struct SiteKey {
+  std::string key;
+  bool has_user_frame = false;
+  SymbolizedFrame frame;
+};
+
+class SiteKeys {
+ public:
+  SiteKeys(const RunState& state, Symbolizer& symbolizer, const FrameRoles& roles)
+      : state_(state), symbolizer_(symbolizer), roles_(roles) {}
+
+  const SiteKey& of(uint32_t site) {
+    auto found = keys_.find(site);
+    if (found != keys_.end()) return found->second;
+    SiteKey key;
+    uint32_t stack = state_.sites()[site].stack;
+    std::optional<SymbolizedFrame> user = symbolizer_.find_frame(
+        stack, [this](const std::string& path) { return roles_.is_framework_module(path); },
+        [this](const SymbolizedFrame& frame) { return roles_.is_user(frame); });
+    if (user) {
+      key.has_user_frame = true;
+      key.frame = *user;
+      key.key = user->function.empty() ? fmt::format("{}+{:#x}", user->module, user->module_offset)
+                                       : fmt::format("{}|{}|{}:{}", user->module, user->function, user->file, user->line);
+    } else {
+      std::optional<SymbolizedFrame> innermost = symbolizer_.find_frame(
+          stack, [](const std::string&) { return false; },
+          [](const SymbolizedFrame& frame) { return !is_allocator_entry(frame.function); });
+      if (innermost) key.frame = *innermost;
+      key.key = fmt::format("site {}", site);
+    }
+    return keys_.emplace(site, std::move(key)).first->second;
+  }
+
+ private:
+  const RunState& state_;
+  Symbolizer& symbolizer_;
+  const FrameRoles& roles_;
+  std::unordered_map<uint32_t, SiteKey> keys_;
+};
+
+// What the reading pass keeps of the peak: the host sites live there.
+struct PeakCapture {
+  std::vector<std::pair<uint32_t, int64_t>> sites;
+};
+
+void capture_peak(const RunState& state, PeakReport* peak, PeakCapture* capture) {
+  int64_t tracked = host_bytes(state.live_bytes_by_domain());
+  if (tracked <= peak->tracked_bytes) return;
+  peak->snapshot = state.snapshot_count();
+  peak->time_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
+  peak->tracked_bytes = tracked;
+  capture->sites.clear();
+  const auto& sites = state.sites();
+  for (size_t id = 1; id < sites.size(); ++id) {
+    if (sites[id].known && sites[id].live_bytes > 0 && is_host_domain(sites[id].domain)) {
+      capture->sites.emplace_back(static_cast<uint32_t>(id), sites[id].live_bytes);
+    }
+  }
+}
+
+// build_groups() gathers the (sorted) sites by their first user frame and judges each group on
+// the sum of its parts.
+void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& keys, double now_s, uint32_t epochs) {
+  std::unordered_map<std::string, size_t> by_key;
+  std::vector<GroupReport> groups;
+  for (size_t i = 0; i < analysis.sites.size(); ++i) {
+    SiteReport& site = analysis.sites[i];
+    const SiteKey& key = keys.of(site.summary.site);
+    auto [found, inserted] = by_key.emplace(key.key, groups.size());
+    if (inserted) {
+      GroupReport group;
+      group.has_user_frame = key.has_user_frame;
+      group.user_frame = key.frame;
+      group.first_seen_s = site.first_seen_s;
+      groups.push_back(std::move(group));
+    }
+    GroupReport& group = groups[found->second];
+    group.parts.push_back(i);
+    group.live_bytes += site.summary.live_bytes;
+    group.live_blocks += site.summary.live_blocks;
+    group.allocations += site.summary.allocations;
+    group.temporary_allocations += site.summary.temporary_allocations;
+    group.freed_at_exit_bytes += site.freed_at_exit_bytes;
+    group.first_seen_s = std::min(group.first_seen_s, site.first_seen_s);
+    site.group = found->second;
+  }
+  for (GroupReport& group : groups) {
+    std::sort(group.parts.begin(), group.parts.end(), [&](size_t a, size_t b) {
+      return analysis.sites[a].summary.live_bytes != analysis.sites[b].summary.live_bytes
+                 ? analysis.sites[a].summary.live_bytes > analysis.sites[b].summary.live_bytes
+                 : a < b;
+    });
+    if (group.parts.size() == 1) {
+      group.judgement = analysis.sites[group.parts[0]].judgement;
+      continue;
+    }
+    std::vector<std::vector<SeriesPoint>> series_parts;
+    SiteEvidence evidence;
+    for (size_t part : group.parts) {
+      const SiteReport& site = analysis.sites[part];
+      series_parts.push_back(site_series(series, site));
+      evidence.births.insert(evidence.births.end(), site.summary.births.begin(), site.summary.births.end());
+    }
+    evidence.live_bytes = sum_series(series_parts);
+    evidence.now_s = now_s;
+    evidence.epochs = epochs;
+    group.judgement = judge_site(evidence);
+  }
+  std::vector<size_t> order(groups.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return ranks_before(groups[a].judgement, groups[a].live_bytes, groups[b].judgement, groups[b].live_bytes);
+  });
+  std::vector<size_t> new_index(groups.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    new_index[order[i]] = i;
+    analysis.groups.push_back(std::move(groups[order[i]]));
+  }
+  for (SiteReport& site : analysis.sites) site.group = new_index[site.group];
+}
+
+void build_peak_holders(RunAnalysis& analysis, const PeakCapture& capture, SiteKeys& keys) {
+  std::map<std::string, size_t> by_key;
+  std::vector<PeakReport::Holder>& holders = analysis.peak.holders;
+  for (const auto& [site, bytes] : capture.sites) {
+    const SiteKey& key = keys.of(site);
+    auto [found, inserted] = by_key.emplace(key.key, holders.size());
+    if (inserted) holders.push_back({function_text(key.frame, 40), 0, SIZE_MAX});
+    holders[found->second].bytes += bytes;
+  }
+  std::unordered_map<std::string, size_t> group_by_key;
+  for (size_t g = 0; g < analysis.groups.size(); ++g) {
+    group_by_key.emplace(keys.of(analysis.sites[analysis.groups[g].parts[0]].summary.site).key, g);
+  }
+  for (const auto& [key, index] : by_key) {
+    auto group = group_by_key.find(key);
+    if (group != group_by_key.end()) holders[index].group = group->second;
+  }
+  std::stable_sort(holders.begin(), holders.end(),
+                   [](const PeakReport::Holder& a, const PeakReport::Holder& b) { return a.bytes > b.bytes; });
 }
 
 }  // namespace
@@ -55,11 +244,7 @@ std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>&
     // known, not unexplained.
     uint64_t anon = sample.anon_bytes > sample.overhead_bytes ? sample.anon_bytes - sample.overhead_bytes : 0;
     program_anon.push_back({sample.time_s, static_cast<double>(anon)});
-    double host = 0;
-    for (size_t d = 0; d < sample.tracked_bytes.size(); ++d) {
-      if (is_host_domain(static_cast<Domain>(d))) host += static_cast<double>(sample.tracked_bytes[d]);
-    }
-    tracked.push_back({sample.time_s, host});
+    tracked.push_back({sample.time_s, static_cast<double>(host_bytes(sample.tracked_bytes))});
   }
   ResidencyFinding finding;
   finding.kind = "untracked_growth";
@@ -84,55 +269,87 @@ std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>&
   return findings;
 }
 
-RunAnalysis analyze_run(const std::string& path, uint32_t at) {
+std::unique_ptr<RunAnalysis> analyze_run(const std::string& path, const AnalysisOptions& options) {
   StreamReader reader(path);
-  return analyze_run(reader, at);
+  return analyze_run(reader, options);
 }
 
-RunAnalysis analyze_run(StreamReader& reader, uint32_t at) {
-  RunAnalysis analysis;
+std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOptions& options) {
+  auto analysis = std::make_unique<RunAnalysis>();
+  std::vector<SnapshotMark> marks = reader.skim_snapshots();
+  analysis->at = choose_snapshot(options.at, marks, reader.path());
+  uint32_t judged = analysis->at.index;
   LiveSeries series;
-  read_run(reader, at, &analysis.state, [&series](const RunState& state) { series.observe(state); });
-  series.finish(analysis.state);
-
-  const RunState& state = analysis.state;
-  double now_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
-  for (SiteSummary& summary : summarize_live_sites(state)) {
-    SiteEvidence evidence;
-    evidence.live_bytes = series.site(summary.site);
-    evidence.births = summary.births;
-    evidence.now_s = now_s;
-    evidence.epochs = state.snapshot_count();
-    SiteReport report;
-    report.judgement = judge_site(evidence);
-    const Site& site = state.sites()[summary.site];
-    report.first_seen_s = static_cast<double>(site.first_seen_ns) / 1e9;
-    report.median_age_s = now_s * (1 - report.judgement.median_birth_fraction);
-    report.freed_bytes_by_lifetime = site.freed_bytes_by_lifetime;
-    report.summary = std::move(summary);
-    analysis.sites.push_back(std::move(report));
-  }
-  std::stable_sort(analysis.sites.begin(), analysis.sites.end(), [](const SiteReport& a, const SiteReport& b) {
-    int rank_a = verdict_rank(a.judgement.verdict), rank_b = verdict_rank(b.judgement.verdict);
-    if (rank_a != rank_b) return rank_a < rank_b;
-    if (rank_a == 0) return a.judgement.growth_bytes_per_min > b.judgement.growth_bytes_per_min;
-    return a.summary.live_bytes > b.summary.live_bytes;
+  JudgedCapture capture(analysis->at);
+  PeakCapture peak;
+  read_run(reader, 0, &analysis->state, [&](const RunState& state) {
+    if (state.snapshot_count() > judged) return;
+    series.observe(state);
+    capture_peak(state, &analysis->peak, &peak);
+    capture.observe(state);
+    if (capture.done()) series.finish(state);
   });
+  const RunState& state = analysis->state;
+  if (state.snapshot_count() < judged) {
+    // The skim saw more snapshots than the full read could use (a frame it did not check).
+    throw StreamError(fmt::format("{}: snapshot {} could not be read", reader.path(), judged));
+  }
+  analysis->judged = capture.info();
+  analysis->live_bytes_by_domain = capture.live_bytes_by_domain();
+  for (JudgedSite& judged_site : capture.take_sites()) {
+    SiteReport site;
+    site.first_seen_s = judged_site.first_seen_s;
+    site.freed_bytes_by_lifetime = judged_site.freed_bytes_by_lifetime;
+    site.from_earlier = judged_site.from_earlier;
+    site.summary = std::move(judged_site.summary);
+    analysis->sites.push_back(std::move(site));
+  }
+  if (analysis->at.teardown != 0) {
+    analysis->teardown.mark = analysis->at.teardown;
+    analysis->teardown.begin_s = static_cast<double>(marks[analysis->at.teardown - 1].time_ns) / 1e9;
+    analysis->teardown.end_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
+  }
+  if (judged < state.snapshot_count()) {
+    for (SiteReport& site : analysis->sites) {
+      site.freed_at_exit_bytes = std::max<int64_t>(0, site.summary.live_bytes - state.sites()[site.summary.site].live_bytes);
+      analysis->teardown.freed_bytes += site.freed_at_exit_bytes;
+    }
+  }
+
+  analysis->symbolizer = std::make_unique<Symbolizer>(state);
+  analysis->roles = FrameRoles(options.fold);
+  double now_s = static_cast<double>(capture.info().time_ns) / 1e9;
+  for (SiteReport& site : analysis->sites) {
+    SiteEvidence evidence;
+    evidence.live_bytes = site_series(series, site);
+    evidence.births = site.summary.births;
+    evidence.now_s = now_s;
+    evidence.epochs = capture.epochs();
+    site.judgement = judge_site(evidence);
+    site.median_age_s = now_s * (1 - site.judgement.median_birth_fraction);
+  }
+  std::stable_sort(analysis->sites.begin(), analysis->sites.end(), [](const SiteReport& a, const SiteReport& b) {
+    return ranks_before(a.judgement, a.summary.live_bytes, b.judgement, b.summary.live_bytes);
+  });
+  SiteKeys keys(state, *analysis->symbolizer, analysis->roles);
+  build_groups(*analysis, series, keys, now_s, capture.epochs());
+  build_peak_holders(*analysis, peak, keys);
+
   for (const std::string& name : series.task_names()) {
     OwnerReport owner = owner_report(series.task(name));
     owner.name = name;
-    analysis.by_task.push_back(owner);
+    analysis->by_task.push_back(owner);
   }
   for (uint32_t thread : series.thread_indexes()) {
     OwnerReport owner = owner_report(series.thread(thread));
     owner.name = state.threads()[thread].name;
     owner.tid = state.threads()[thread].tid;
-    analysis.by_thread.push_back(owner);
+    analysis->by_thread.push_back(owner);
   }
-  sort_by_live_bytes(analysis.by_task);
-  sort_by_live_bytes(analysis.by_thread);
-  analysis.residency = series.process();
-  analysis.findings = untracked_growth(analysis.residency);
+  sort_by_live_bytes(analysis->by_task);
+  sort_by_live_bytes(analysis->by_thread);
+  analysis->residency = series.process();
+  analysis->findings = untracked_growth(analysis->residency);
   return analysis;
 }
 

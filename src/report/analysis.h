@@ -1,30 +1,55 @@
 // File: analysis.h
 //
-// One pass over a stream that yields everything `leakscope report` and `diff` show: every live
-// site with its verdict and the numbers behind it, the process's memory over time beside tracked
-// bytes, and residency findings (RSS growth that tracked allocations do not explain). Memory is
-// bounded by the number of sites and live (triple, epoch) pairs, not by the stream's length.
-// The rules are in docs/ANALYSIS.md.
+// One pass over a stream that yields everything `leakscope report` and `diff` show, judged at the
+// snapshot --at chooses (by default the last one before teardown, report/snapshot_choice.h):
+// every site live there with its verdict and the numbers behind it; the sites gathered into
+// groups by their first user frame, each with one verdict; what teardown freed; when tracked bytes
+// peaked and who held them; the process's memory over time beside tracked bytes, and residency
+// findings (RSS growth that tracked allocations do not explain). Memory is bounded by the number
+// of sites and live (triple, epoch) pairs, not by the stream's length. The rules are in
+// docs/ANALYSIS.md.
 #ifndef LEAKSCOPE_REPORT_ANALYSIS_H_
 #define LEAKSCOPE_REPORT_ANALYSIS_H_
 
 #include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "report/run_state.h"
+#include "report/frame_roles.h"
+#include "report/judged_state.h"
 #include "report/live_series.h"
+#include "report/run_state.h"
 #include "report/site_summary.h"
+#include "report/snapshot_choice.h"
+#include "report/symbolizer.h"
 #include "report/verdict.h"
 
 namespace leakscope::report {
 
 struct SiteReport {
-  SiteSummary summary;
+  SiteSummary summary;  // at the judged snapshot
   SiteJudgement judgement;
   double first_seen_s = 0;
   double median_age_s = 0;  // half of the live bytes are at least this old
   std::array<uint64_t, internal::kLifetimeBuckets> freed_bytes_by_lifetime{};
+  int64_t freed_at_exit_bytes = 0;  // live at the judged snapshot, freed by the end of the stream
+  size_t group = 0;                 // index in RunAnalysis::groups
+  bool from_earlier = false;        // taken from the snapshot before a main-return mark
+};
+
+// The sites that share one first user frame: one bug, one answer.
+struct GroupReport {
+  bool has_user_frame = false;
+  SymbolizedFrame user_frame;  // their first user frame, when they have one
+  std::vector<size_t> parts;   // indices in RunAnalysis::sites, largest first
+  int64_t live_bytes = 0;
+  int64_t live_blocks = 0;
+  uint64_t allocations = 0;
+  uint64_t temporary_allocations = 0;
+  int64_t freed_at_exit_bytes = 0;
+  double first_seen_s = 0;
+  SiteJudgement judgement;  // on the sum of the parts' series and births
 };
 
 // Live bytes and growth of everything one task name, or one thread, owns.
@@ -46,19 +71,53 @@ struct ResidencyFinding {
   std::string text;
 };
 
-struct RunAnalysis {
-  RunState state;                      // at the analysed snapshot
-  std::vector<SiteReport> sites;       // leaks by growth, then caches, startup, unknown by size
-  std::vector<OwnerReport> by_task;    // by live bytes, largest first
-  std::vector<OwnerReport> by_thread;
-  std::vector<ProcessSample> residency;
-  std::vector<ResidencyFinding> findings;
+// When tracked host bytes peaked, up to the judged snapshot, and what held them.
+struct PeakReport {
+  struct Holder {
+    std::string name;     // the first user frame, or the innermost frame when there is none
+    int64_t bytes = 0;    // at the peak
+    size_t group = SIZE_MAX;  // the group of the judged snapshot with that frame, if any
+  };
+  uint32_t snapshot = 0;  // from 1; 0 when nothing was ever tracked
+  double time_s = 0;
+  int64_t tracked_bytes = 0;
+  std::vector<Holder> holders;  // by bytes at the peak, largest first
 };
 
-// analyze_run() reads `path` up to its `at`-th snapshot (1-based; 0 = the last). Throws
-// StreamError like load_run().
-RunAnalysis analyze_run(const std::string& path, uint32_t at = 0);
-RunAnalysis analyze_run(StreamReader& reader, uint32_t at = 0);
+// What teardown (from the mark to the end of the stream) did to tracked bytes.
+struct TeardownReport {
+  uint32_t mark = 0;  // snapshot index of the mark; 0 when the stream has none
+  double begin_s = 0;
+  double end_s = 0;
+  int64_t freed_bytes = 0;  // live at the judged snapshot and gone at the end, all sites
+};
+
+struct AnalysisOptions {
+  SnapshotChoice at;
+  std::string fold;  // framework modules for grouping and folding (--fold)
+};
+
+struct RunAnalysis {
+  RunState state;  // the whole stream: modules and stacks for symbolization
+  ChosenSnapshot at;
+  SnapshotInfo judged;  // INFO of the judged snapshot
+  std::array<int64_t, internal::kDomainCount> live_bytes_by_domain{};  // at the judged snapshot
+  std::vector<SiteReport> sites;    // leaks by growth, then caches, startup, unknown by size
+  std::vector<GroupReport> groups;  // the same order
+  std::vector<OwnerReport> by_task;    // by live bytes, largest first
+  std::vector<OwnerReport> by_thread;
+  std::vector<ProcessSample> residency;  // up to the judged snapshot
+  std::vector<ResidencyFinding> findings;
+  PeakReport peak;
+  TeardownReport teardown;
+  std::unique_ptr<Symbolizer> symbolizer;  // over `state`
+  FrameRoles roles;
+};
+
+// analyze_run() reads the whole stream. Throws StreamError like load_run(). The result refers to
+// itself (the symbolizer reads `state`), hence the pointer.
+std::unique_ptr<RunAnalysis> analyze_run(const std::string& path, const AnalysisOptions& options = {});
+std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOptions& options = {});
 
 // untracked_growth() judges process memory against tracked host memory (heap + mmap + brk).
 std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>& samples);

@@ -20,10 +20,10 @@ struct Side {
   const SiteReport* largest = nullptr;
 };
 
-std::map<std::string, Side> by_signature(const AnalyzedRun& run) {
+std::map<std::string, Side> by_signature(const RunAnalysis& run) {
   std::map<std::string, Side> sides;
-  for (const SiteReport& site : run.analysis.sites) {
-    Side& side = sides[site_signature(site.summary, run.symbolizer)];
+  for (const SiteReport& site : run.sites) {
+    Side& side = sides[site_signature(site.summary, *run.symbolizer)];
     side.bytes += site.summary.live_bytes;
     side.blocks += site.summary.live_blocks;
     if (side.largest == nullptr || site.summary.live_bytes > side.largest->summary.live_bytes) side.largest = &site;
@@ -35,19 +35,22 @@ std::string verdict_or_dash(const std::optional<Verdict>& verdict) {
   return verdict ? verdict_name(*verdict) : "-";
 }
 
-std::string run_line(const RunState& state) {
+std::string run_line(const RunAnalysis& run) {
   std::string domains;
-  auto totals = live_bytes_by_domain(state);
-  for (size_t d = 0; d < totals.size(); ++d) {
-    if (totals[d] != 0) domains += fmt::format(" · {} {}", domain_name(static_cast<Domain>(d)), format_bytes(totals[d]));
+  for (size_t d = 0; d < run.live_bytes_by_domain.size(); ++d) {
+    if (run.live_bytes_by_domain[d] != 0) {
+      domains += fmt::format(" · {} {}", domain_name(static_cast<Domain>(d)), format_bytes(run.live_bytes_by_domain[d]));
+    }
   }
-  return fmt::format("{} (pid {}), {}, {} snapshots{}", state.process().exe, state.process().pid,
-                     format_seconds(state.last_snapshot().time_ns), state.snapshot_count(), domains);
+  return fmt::format("{} (pid {}), snapshot {} of {} at {}{}", run.state.process().exe, run.state.process().pid,
+                     run.at.index, run.at.count, format_seconds(run.judged.time_ns), domains);
 }
+
+RunHeader header_of(const RunAnalysis& run) { return {run.state, run.at, run.judged, run.live_bytes_by_domain}; }
 
 }  // namespace
 
-std::vector<DiffRow> diff_rows(const AnalyzedRun& before, const AnalyzedRun& after) {
+std::vector<DiffRow> diff_rows(const RunAnalysis& before, const RunAnalysis& after) {
   std::map<std::string, Side> old_sites = by_signature(before), new_sites = by_signature(after);
   std::vector<DiffRow> rows;
   auto add = [&rows](const Side* old_side, const Side* new_side) {
@@ -85,15 +88,15 @@ std::vector<DiffRow> diff_rows(const AnalyzedRun& before, const AnalyzedRun& aft
   return rows;
 }
 
-nlohmann::json diff_json(const AnalyzedRun& before, const AnalyzedRun& after, size_t top) {
+nlohmann::json diff_json(const RunAnalysis& before, const RunAnalysis& after, size_t top) {
   nlohmann::json document;
   document["version"] = 1;
-  document["before"] = run_header_json(before.analysis.state);
-  document["after"] = run_header_json(after.analysis.state);
+  document["before"] = run_header_json(header_of(before));
+  document["after"] = run_header_json(header_of(after));
   nlohmann::json sites = nlohmann::json::array();
   for (const DiffRow& row : diff_rows(before, after)) {
     if (sites.size() >= top) break;
-    Symbolizer& symbolizer = row.from_after ? after.symbolizer : before.symbolizer;
+    Symbolizer& symbolizer = row.from_after ? *after.symbolizer : *before.symbolizer;
     nlohmann::json entry = site_json(row.shown->summary, symbolizer);
     entry.erase("live_bytes");
     entry.erase("live_blocks");
@@ -113,10 +116,10 @@ nlohmann::json diff_json(const AnalyzedRun& before, const AnalyzedRun& after, si
   return document;
 }
 
-std::string diff_text(const AnalyzedRun& before, const AnalyzedRun& after, size_t top) {
+std::string diff_text(const RunAnalysis& before, const RunAnalysis& after, size_t top) {
   std::string out;
-  out += fmt::format("before: {}\n", run_line(before.analysis.state));
-  out += fmt::format("after:  {}\n", run_line(after.analysis.state));
+  out += fmt::format("before: {}\n", run_line(before));
+  out += fmt::format("after:  {}\n", run_line(after));
   std::vector<DiffRow> rows = diff_rows(before, after);
   size_t changed = 0, verdict_changes = 0;
   for (const DiffRow& row : rows) {
@@ -128,7 +131,7 @@ std::string diff_text(const AnalyzedRun& before, const AnalyzedRun& after, size_
   for (const DiffRow& row : rows) {
     bool verdict_changed = row.before_verdict && row.after_verdict && *row.before_verdict != *row.after_verdict;
     if ((row.status == "unchanged" && !verdict_changed) || shown++ >= top) continue;
-    Symbolizer& symbolizer = row.from_after ? after.symbolizer : before.symbolizer;
+    Symbolizer& symbolizer = row.from_after ? *after.symbolizer : *before.symbolizer;
     const auto& frames = symbolizer.stack(row.shown->summary.stack);
     std::string verdicts = fmt::format("{} → {}", verdict_or_dash(row.before_verdict), verdict_or_dash(row.after_verdict));
     std::string delta = format_bytes(row.after_bytes - row.before_bytes);

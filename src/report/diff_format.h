@@ -18,11 +18,6 @@
 
 namespace leakscope::report {
 
-struct AnalyzedRun {
-  const RunAnalysis& analysis;
-  Symbolizer& symbolizer;
-};
-
 struct DiffRow {
   std::string status;  // appeared, vanished, grew, shrank, unchanged
   Domain domain = Domain::kHeap;
@@ -32,11 +27,11 @@ struct DiffRow {
   bool from_after = true;
 };
 
-// diff_rows() pairs the live sites of both runs, largest change first.
-std::vector<DiffRow> diff_rows(const AnalyzedRun& before, const AnalyzedRun& after);
+// diff_rows() pairs the sites live at each run's judged snapshot, largest change first.
+std::vector<DiffRow> diff_rows(const RunAnalysis& before, const RunAnalysis& after);
 
-nlohmann::json diff_json(const AnalyzedRun& before, const AnalyzedRun& after, size_t top);
-std::string diff_text(const AnalyzedRun& before, const AnalyzedRun& after, size_t top);
+nlohmann::json diff_json(const RunAnalysis& before, const RunAnalysis& after, size_t top);
+std::string diff_text(const RunAnalysis& before, const RunAnalysis& after, size_t top);
 
 }  // namespace leakscope::report
 

@@ -1,9 +1,12 @@
 #include "report/live_series.h"
 
+#include <cstdint>
+
 namespace leakscope::report {
 
 void LiveSeries::observe(const RunState& state) {
-  if (observed_ % stride_ == 0) sample(state);
+  double time_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
+  if (times_.empty() || time_s >= times_.back() + spacing_s_) sample(state);
   ++observed_;
 }
 
@@ -71,27 +74,45 @@ void LiveSeries::sample(const RunState& state) {
   if (times_.size() > max_points_) halve();
 }
 
-// halve() keeps the samples at even indices: every track stays aligned with times_.
+// halve() doubles the spacing (or sets it, the first time, to what keeps half the bound of evenly
+// spread samples) and keeps the samples that are at least that far apart, the first and the last always; every
+// track keeps the same samples, so all stay aligned with times_.
 void LiveSeries::halve() {
-  size_t kept = 0;
-  for (size_t i = 0; i < times_.size(); i += 2, ++kept) {
-    times_[kept] = times_[i];
-    process_[kept] = process_[i];
+  double span = times_.back() - times_.front();
+  spacing_s_ = spacing_s_ > 0 ? 2 * spacing_s_ : 2 * span / static_cast<double>(max_points_);
+  std::vector<size_t> keep;  // old indices, in order
+  for (size_t i = 0; i < times_.size(); ++i) {
+    if (keep.empty() || times_[i] >= times_[keep.back()] + spacing_s_) keep.push_back(i);
   }
+  size_t last = times_.size() - 1;
+  if (keep.back() != last) {
+    if (keep.size() > 1 && times_[last] < times_[keep.back()] + spacing_s_) keep.back() = last;  // replaces its neighbour
+    else keep.push_back(last);
+  }
+  std::vector<size_t> kept_at(times_.size(), SIZE_MAX);  // old index -> new index
+  for (size_t to = 0; to < keep.size(); ++to) {
+    kept_at[keep[to]] = to;
+    times_[to] = times_[keep[to]];
+    process_[to] = process_[keep[to]];
+  }
+  size_t kept = keep.size();
   times_.resize(kept);
   process_.resize(kept);
-  auto halve_track = [](Track& track) {
+  auto thin_track = [&kept_at](Track& track) {
     std::vector<int64_t> values;
+    size_t first = SIZE_MAX;
     for (size_t i = 0; i < track.values.size(); ++i) {
-      if ((track.first + i) % 2 == 0) values.push_back(track.values[i]);
+      size_t to = kept_at[track.first + i];
+      if (to == SIZE_MAX) continue;
+      if (first == SIZE_MAX) first = to;
+      values.push_back(track.values[i]);
     }
-    track.first = (track.first + 1) / 2;
+    track.first = first == SIZE_MAX ? 0 : first;
     track.values = std::move(values);
   };
-  for (auto& [id, track] : sites_) halve_track(track);
-  for (auto& [name, track] : tasks_) halve_track(track);
-  for (auto& [thread, track] : threads_) halve_track(track);
-  stride_ *= 2;
+  for (auto& [id, track] : sites_) thin_track(track);
+  for (auto& [name, track] : tasks_) thin_track(track);
+  for (auto& [thread, track] : threads_) thin_track(track);
 }
 
 std::vector<SeriesPoint> LiveSeries::site(uint32_t site) const { return points(sites_, site); }

@@ -2,9 +2,10 @@
 //
 // Live bytes over time, per site, per task name and per thread, and the process's memory, sampled
 // while a stream is read, in bounded memory: at most `max_points` samples are kept for the whole
-// run. Samples are taken every `stride` snapshots; when they would exceed the bound, every other one
-// is dropped and the stride doubles, so the kept samples stay evenly spread over the run however
-// long it is.
+// run. Every snapshot is sampled until the bound is reached; then samples are thinned to a minimum
+// spacing in time that doubles each time the bound is reached again, so the kept samples stay
+// evenly spread over the run's time however long it is, even where snapshots came faster (the
+// ramp at the start of a run, docs/ANALYSIS.md).
 #ifndef LEAKSCOPE_REPORT_LIVE_SERIES_H_
 #define LEAKSCOPE_REPORT_LIVE_SERIES_H_
 
@@ -63,7 +64,7 @@ class LiveSeries {
 
   size_t max_points_;
   uint64_t observed_ = 0;
-  uint64_t stride_ = 1;
+  double spacing_s_ = 0;           // least time between two kept samples
   uint64_t last_sampled_ = ~0ull;  // observe() count at the last sample
   std::vector<double> times_;
   std::vector<ProcessSample> process_;

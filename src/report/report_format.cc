@@ -16,26 +16,36 @@ namespace {
 
 constexpr size_t kWidth = 100;
 constexpr size_t kSparkWidth = 60;
+constexpr size_t kPartsShown = 5;
+constexpr size_t kPeakHoldersShown = 5;
 
-// wrap() breaks `text` into lines of at most kWidth columns, each starting with `indent`.
-std::string wrap(const std::string& text, const std::string& indent) {
-  std::string out, line = indent;
+// wrap() breaks `text` into lines of at most kWidth columns (counted in characters, not bytes),
+// the first starting with `first_indent`, the others with `indent`.
+std::string wrap(const std::string& text, const std::string& indent, const std::string& first_indent) {
+  auto columns = [](const std::string& s) {
+    size_t count = 0;
+    for (unsigned char c : s) count += (c & 0xc0) != 0x80;
+    return count;
+  };
+  std::string out, line = first_indent, line_indent = first_indent;
   size_t start = 0;
   while (start < text.size()) {
     size_t end = text.find(' ', start);
     if (end == std::string::npos) end = text.size();
     std::string word = text.substr(start, end - start);
-    if (line.size() > indent.size() && line.size() + 1 + word.size() > kWidth) {
+    if (line.size() > line_indent.size() && columns(line) + 1 + columns(word) > kWidth) {
       out += line + "\n";
-      line = indent;
+      line = line_indent = indent;
     }
-    if (line.size() > indent.size()) line += ' ';
+    if (line.size() > line_indent.size()) line += ' ';
     line += word;
     start = end + 1;
   }
-  if (line.size() > indent.size()) out += line + "\n";
+  if (line.size() > line_indent.size()) out += line + "\n";
   return out;
 }
+
+std::string wrap(const std::string& text, const std::string& indent) { return wrap(text, indent, indent); }
 
 std::string rate(double bytes_per_min) {
   return fmt::format("{}{}/min", bytes_per_min >= 0 ? "+" : "", format_bytes(static_cast<int64_t>(bytes_per_min)));
@@ -49,16 +59,137 @@ double host_tracked(const ProcessSample& sample) {
   return total;
 }
 
-std::vector<const SiteReport*> section(const RunAnalysis& analysis, Verdict verdict, const ReportOptions& options,
-                                       size_t* total) {
-  std::vector<const SiteReport*> sites;
+RunHeader header_of(const RunAnalysis& analysis) {
+  return {analysis.state, analysis.at, analysis.judged, analysis.live_bytes_by_domain, "judged"};
+}
+
+// section() lists the groups of one verdict, at most `top`, and counts them all in *total.
+std::vector<size_t> section(const RunAnalysis& analysis, Verdict verdict, const ReportOptions& options, size_t* total) {
+  std::vector<size_t> groups;
   *total = 0;
-  for (const SiteReport& site : analysis.sites) {
-    if (site.judgement.verdict != verdict || site.summary.live_bytes < options.min_bytes) continue;
+  for (size_t g = 0; g < analysis.groups.size(); ++g) {
+    const GroupReport& group = analysis.groups[g];
+    if (group.judgement.verdict != verdict || group.live_bytes < options.min_bytes) continue;
     ++*total;
-    if (sites.size() < options.top) sites.push_back(&site);
+    if (groups.size() < options.top) groups.push_back(g);
   }
-  return sites;
+  return groups;
+}
+
+// group_name() is what names a group in one line: its first user frame, else its innermost frame.
+std::string group_name(const GroupReport& group, size_t width) {
+  return (group.has_user_frame ? "in " : "at ") + frame_text(group.user_frame, width);
+}
+
+std::string blocks_text(const GroupReport& group) {
+  std::string text = fmt::format("{} in {} block{}", format_bytes(group.live_bytes), group.live_blocks,
+                                 group.live_blocks == 1 ? "" : "s");
+  if (group.parts.size() > 1) text += fmt::format(" of {} sites", group.parts.size());
+  return text;
+}
+
+std::string domains_text(const RunAnalysis& analysis, const GroupReport& group) {
+  std::string domains;
+  for (size_t part : group.parts) {
+    const char* name = domain_name(analysis.sites[part].summary.domain);
+    if (domains.find(name) == std::string::npos) domains += std::string(domains.empty() ? "" : "+") + name;
+  }
+  return domains;
+}
+
+std::string freed_at_exit_text(const RunAnalysis& analysis, int64_t freed, int64_t live) {
+  if (analysis.teardown.mark == 0 || analysis.at.index == analysis.at.count) return "";
+  if (freed == 0) return " · not freed at exit";
+  return fmt::format(" · freed at exit: {}{}", format_bytes(freed), freed >= live ? " (all)" : "");
+}
+
+std::string counts_text(const RunAnalysis& analysis, const GroupReport& group) {
+  return fmt::format("{} allocations ({} temporary){}", group.allocations, group.temporary_allocations,
+                     freed_at_exit_text(analysis, group.freed_at_exit_bytes, group.live_bytes));
+}
+
+std::string owners_of_group(const RunAnalysis& analysis, const GroupReport& group) {
+  if (group.parts.size() == 1) return owners_text(analysis.sites[group.parts[0]].summary);
+  SiteSummary merged;
+  for (size_t part : group.parts) {
+    const SiteSummary& summary = analysis.sites[part].summary;
+    for (const ThreadShare& share : summary.threads) {
+      auto found = std::find_if(merged.threads.begin(), merged.threads.end(),
+                                [&](const ThreadShare& t) { return t.thread == share.thread; });
+      if (found == merged.threads.end()) {
+        merged.threads.push_back(share);
+      } else {
+        found->live_bytes += share.live_bytes;
+        found->live_blocks += share.live_blocks;
+      }
+    }
+    for (const TaskShare& share : summary.tasks) {
+      auto found = std::find_if(merged.tasks.begin(), merged.tasks.end(), [&](const TaskShare& t) { return t.name == share.name; });
+      if (found == merged.tasks.end()) {
+        merged.tasks.push_back(share);
+      } else {
+        found->live_bytes += share.live_bytes;
+        found->live_blocks += share.live_blocks;
+      }
+    }
+  }
+  std::stable_sort(merged.threads.begin(), merged.threads.end(),
+                   [](const ThreadShare& a, const ThreadShare& b) { return a.live_bytes > b.live_bytes; });
+  std::stable_sort(merged.tasks.begin(), merged.tasks.end(),
+                   [](const TaskShare& a, const TaskShare& b) { return a.live_bytes > b.live_bytes; });
+  return owners_text(merged);
+}
+
+nlohmann::json judgement_json(const SiteJudgement& j, nlohmann::json entry) {
+  entry["verdict"] = verdict_name(j.verdict);
+  entry["confidence"] = j.confidence;
+  entry["leak_entropy"] = j.leak_entropy;
+  entry["growth_bytes_per_min"] = j.growth_bytes_per_min;
+  entry["mann_kendall_z"] = j.mann_kendall_z;
+  entry["relative_growth"] = j.relative_growth;
+  entry["median_birth_fraction"] = j.median_birth_fraction;
+  entry["turnover"] = j.turnover;
+  entry["last_rise_s"] = j.last_rise_s;
+  entry["samples"] = j.samples;
+  entry["reason"] = j.reason;
+  return entry;
+}
+
+nlohmann::json user_frame_json(const GroupReport& group) {
+  return group.has_user_frame ? frame_json(group.user_frame) : nlohmann::json();
+}
+
+nlohmann::json site_analysis_json(const RunAnalysis& analysis, const SiteReport& site, const FrameFolder& folder) {
+  nlohmann::json entry = judgement_json(site.judgement, site_json(site.summary, *analysis.symbolizer, folder));
+  entry["first_seen_s"] = site.first_seen_s;
+  entry["median_age_s"] = site.median_age_s;
+  entry["freed_bytes_by_lifetime"] = site.freed_bytes_by_lifetime;
+  entry["freed_at_exit_bytes"] = site.freed_at_exit_bytes;
+  entry["group"] = site.group;
+  entry["first_user_frame"] = user_frame_json(analysis.groups[site.group]);
+  return entry;
+}
+
+nlohmann::json group_json(const RunAnalysis& analysis, size_t index) {
+  const GroupReport& group = analysis.groups[index];
+  nlohmann::json entry;
+  entry["id"] = index;
+  entry["first_user_frame"] = user_frame_json(group);
+  entry["frame"] = frame_json(group.user_frame);
+  entry["live_bytes"] = group.live_bytes;
+  entry["live_blocks"] = group.live_blocks;
+  entry["allocations"] = group.allocations;
+  entry["temporary_allocations"] = group.temporary_allocations;
+  entry["freed_at_exit_bytes"] = group.freed_at_exit_bytes;
+  entry["first_seen_s"] = group.first_seen_s;
+  nlohmann::json parts = nlohmann::json::array();
+  for (size_t part : group.parts) {
+    const SiteSummary& summary = analysis.sites[part].summary;
+    parts.push_back({{"site", summary.site}, {"domain", domain_name(summary.domain)}, {"live_bytes", summary.live_bytes},
+                     {"live_blocks", summary.live_blocks}});
+  }
+  entry["parts"] = parts;
+  return judgement_json(group.judgement, entry);
 }
 
 }  // namespace
@@ -78,26 +209,8 @@ std::string sparkline(const std::vector<double>& values, size_t width, double sc
   return line;
 }
 
-nlohmann::json site_analysis_json(const SiteReport& site, Symbolizer& symbolizer, const FrameFolder& folder) {
-  nlohmann::json entry = site_json(site.summary, symbolizer, folder);
-  const SiteJudgement& j = site.judgement;
-  entry["verdict"] = verdict_name(j.verdict);
-  entry["confidence"] = j.confidence;
-  entry["leak_entropy"] = j.leak_entropy;
-  entry["growth_bytes_per_min"] = j.growth_bytes_per_min;
-  entry["first_seen_s"] = site.first_seen_s;
-  entry["median_age_s"] = site.median_age_s;
-  entry["freed_bytes_by_lifetime"] = site.freed_bytes_by_lifetime;
-  entry["mann_kendall_z"] = j.mann_kendall_z;
-  entry["relative_growth"] = j.relative_growth;
-  entry["median_birth_fraction"] = j.median_birth_fraction;
-  entry["samples"] = j.samples;
-  entry["reason"] = j.reason;
-  return entry;
-}
-
-nlohmann::json report_json(const RunAnalysis& analysis, Symbolizer& symbolizer, const ReportOptions& options) {
-  nlohmann::json document = run_header_json(analysis.state);
+nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& options) {
+  nlohmann::json document = run_header_json(header_of(analysis));
   nlohmann::json findings = nlohmann::json::array();
   for (const ResidencyFinding& finding : analysis.findings) {
     findings.push_back({{"kind", finding.kind},
@@ -134,36 +247,44 @@ nlohmann::json report_json(const RunAnalysis& analysis, Symbolizer& symbolizer, 
   };
   document["by_task"] = owners_json(analysis.by_task, false);
   document["by_thread"] = owners_json(analysis.by_thread, true);
-  nlohmann::json sites = nlohmann::json::array();
+  nlohmann::json holders = nlohmann::json::array();
+  for (const PeakReport::Holder& holder : analysis.peak.holders) {
+    if (holders.size() >= options.top) break;
+    holders.push_back({{"name", holder.name}, {"bytes", holder.bytes},
+                       {"group", holder.group != SIZE_MAX ? nlohmann::json(holder.group) : nlohmann::json()}});
+  }
+  document["peak"] = {{"snapshot", analysis.peak.snapshot}, {"time_s", analysis.peak.time_s},
+                      {"tracked_bytes", analysis.peak.tracked_bytes}, {"holders", holders}};
+  document["teardown"] = analysis.teardown.mark == 0
+                             ? nlohmann::json()
+                             : nlohmann::json{{"snapshot", analysis.teardown.mark},
+                                              {"begin_s", analysis.teardown.begin_s},
+                                              {"end_s", analysis.teardown.end_s},
+                                              {"freed_bytes", analysis.teardown.freed_bytes}};
   FrameFolder folder(options.fold);
+  nlohmann::json groups = nlohmann::json::array();
+  nlohmann::json sites = nlohmann::json::array();
   for (Verdict verdict : {Verdict::kLeak, Verdict::kCache, Verdict::kStartup, Verdict::kUnknown}) {
     size_t total = 0;
-    for (const SiteReport* site : section(analysis, verdict, options, &total)) {
-      sites.push_back(site_analysis_json(*site, symbolizer, folder));
+    for (size_t g : section(analysis, verdict, options, &total)) groups.push_back(group_json(analysis, g));
+    size_t shown = 0;
+    for (const SiteReport& site : analysis.sites) {
+      if (site.judgement.verdict != verdict || site.summary.live_bytes < options.min_bytes) continue;
+      if (shown++ == options.top) break;
+      sites.push_back(site_analysis_json(analysis, site, folder));
     }
   }
+  document["groups"] = groups;
   document["sites"] = sites;
   return document;
 }
 
-std::string report_text(const RunAnalysis& analysis, Symbolizer& symbolizer, const ReportOptions& options) {
-  const RunState& state = analysis.state;
-  const SnapshotInfo& last = state.last_snapshot();
-  std::string out;
-  out += fmt::format("leakscope report: {} (pid {})\n", state.process().exe, state.process().pid);
-  out += fmt::format("{}, {} snapshots, ended by {} · RSS {} (peak {}) · PSS {}\n", format_seconds(last.time_ns),
-                     state.snapshot_count(), ended_by(last), format_bytes(static_cast<int64_t>(last.rss_bytes)),
-                     format_bytes(static_cast<int64_t>(last.hwm_bytes)), format_bytes(static_cast<int64_t>(last.pss_bytes)));
-  std::string domains;
-  auto totals = live_bytes_by_domain(state);
-  for (size_t d = 0; d < totals.size(); ++d) {
-    if (totals[d] != 0) domains += fmt::format("{}{} {}", domains.empty() ? "" : " · ", domain_name(static_cast<Domain>(d)), format_bytes(totals[d]));
-  }
-  out += fmt::format("live: {} (leakscope's own memory {})\n", domains.empty() ? "nothing" : domains,
-                     format_bytes(static_cast<int64_t>(last.overhead_bytes)));
-  if (state.process().sample_interval != 0) {
-    out += fmt::format("sampled: one allocation per {} on average; heap bytes and blocks are estimates\n",
-                       format_bytes(static_cast<int64_t>(state.process().sample_interval)));
+std::string report_text(const RunAnalysis& analysis, const ReportOptions& options) {
+  std::string out = run_header_text(header_of(analysis), "leakscope report");
+  const TeardownReport& teardown = analysis.teardown;
+  if (teardown.mark != 0 && analysis.at.index < analysis.at.count) {
+    out += fmt::format("teardown from {:.1f} s to {:.1f} s freed {} of what was live before it (\"freed at exit\")\n",
+                       teardown.begin_s, teardown.end_s, format_bytes(teardown.freed_bytes));
   }
 
   std::vector<double> rss, tracked;
@@ -176,6 +297,19 @@ std::string report_text(const RunAnalysis& analysis, Symbolizer& symbolizer, con
     out += fmt::format("\nRSS      {}  {}\n", sparkline(rss, kSparkWidth, scale), format_bytes(static_cast<int64_t>(rss.back())));
     out += fmt::format("tracked  {}  {}\n", sparkline(tracked, kSparkWidth, scale), format_bytes(static_cast<int64_t>(tracked.back())));
   }
+  const PeakReport& peak = analysis.peak;
+  if (peak.snapshot != 0) {
+    std::string holders;
+    for (size_t i = 0; i < peak.holders.size() && i < kPeakHoldersShown; ++i) {
+      const PeakReport::Holder& holder = peak.holders[i];
+      std::string verdict = holder.group != SIZE_MAX ? fmt::format(" ({})", verdict_name(analysis.groups[holder.group].judgement.verdict))
+                                                     : " (freed since)";
+      holders += fmt::format("{}{} {}{}", holders.empty() ? "" : " · ", holder.name, format_bytes(holder.bytes), verdict);
+    }
+    out += wrap(fmt::format("peak: {} tracked at {:.1f} s (snapshot {}): {}", format_bytes(peak.tracked_bytes), peak.time_s,
+                            peak.snapshot, holders),
+                "      ", "");
+  }
   for (const ResidencyFinding& finding : analysis.findings) out += "\n" + wrap("Residency: " + finding.text, "");
   auto owner_line = [](const char* title, const std::vector<OwnerReport>& owners, const char* unnamed) {
     std::string line;
@@ -185,46 +319,74 @@ std::string report_text(const RunAnalysis& analysis, Symbolizer& symbolizer, con
       line += fmt::format("{}{} {}{}", line.empty() ? "" : " · ", owner.name.empty() ? unnamed : owner.name,
                           format_bytes(owner.live_bytes), owner.growing ? " (" + rate(owner.growth_bytes_per_min) + ")" : "");
     }
-    return line.empty() ? std::string() : wrap(std::string(title) + line, "");
+    return line.empty() ? std::string() : wrap(std::string(title) + line, "   ", "");
   };
   out += "\n" + owner_line("by task: ", analysis.by_task, "(no task)");
   out += owner_line("by thread: ", analysis.by_thread, "?");
 
   FrameFolder folder(options.fold);
+  Symbolizer& symbolizer = *analysis.symbolizer;
+  int leak_frames = options.frames > 0 ? options.frames : 6;
+  int other_frames = options.frames > 0 ? options.frames : 1;
   size_t total = 0;
   auto leaks = section(analysis, Verdict::kLeak, options, &total);
   out += fmt::format("\nLeak suspects: {}{}\n", total, total > leaks.size() ? fmt::format(" (top {} shown)", leaks.size()) : "");
   int rank = 0;
-  for (const SiteReport* site : leaks) {
-    const SiteJudgement& j = site->judgement;
-    out += fmt::format("\n#{} leak, confidence {:.2f} · {} {} in {} blocks · {} · leak entropy {:.2f}\n", ++rank,
-                       j.confidence, domain_name(site->summary.domain), format_bytes(site->summary.live_bytes),
-                       site->summary.live_blocks, rate(j.growth_bytes_per_min), j.leak_entropy);
-    out += wrap(fmt::format("first seen {:.1f} s · {}", site->first_seen_s, j.reason), "   ");
-    out += wrap(owners_text(site->summary), "   ");
-    const auto frames = folder.fold(symbolizer.stack(site->summary.stack));
-    for (size_t i = 0; i < frames.size() && static_cast<int>(i) < options.frames; ++i) {
+  for (size_t g : leaks) {
+    const GroupReport& group = analysis.groups[g];
+    const SiteJudgement& j = group.judgement;
+    out += "\n" + wrap(fmt::format("#{} leak, confidence {:.2f} · {} {} · {} · leak entropy {:.2f}", ++rank, j.confidence,
+                                   domains_text(analysis, group), blocks_text(group), rate(j.growth_bytes_per_min),
+                                   j.leak_entropy),
+                       "   ", "");
+    if (group.has_user_frame) out += fmt::format("   in {}\n", frame_text(group.user_frame, kWidth - 6));
+    out += wrap(fmt::format("first seen {:.1f} s · {}", group.first_seen_s, j.reason), "   ");
+    out += wrap(counts_text(analysis, group), "   ");
+    out += wrap(owners_of_group(analysis, group), "   ");
+    if (group.parts.size() > 1) {
+      for (size_t i = 0; i < group.parts.size() && i < kPartsShown; ++i) {
+        const SiteSummary& part = analysis.sites[group.parts[i]].summary;
+        const auto frames = symbolizer.stack(part.stack);
+        std::string where = frames.empty() ? "" : " · at " + frame_text(frames[0], 60);
+        out += fmt::format("   {} {} {} in {} blocks{}\n", i == 0 ? "parts:" : "      ", domain_name(part.domain),
+                           format_bytes(part.live_bytes), part.live_blocks, where);
+      }
+      if (group.parts.size() > kPartsShown) out += fmt::format("          and {} more sites\n", group.parts.size() - kPartsShown);
+      out += "   stack of the largest part:\n";
+    }
+    const auto frames = folder.fold(symbolizer.stack(analysis.sites[group.parts[0]].summary.stack));
+    for (size_t i = 0; i < frames.size() && static_cast<int>(i) < leak_frames; ++i) {
       out += fmt::format("   {} {}\n", i == 0 ? "at" : "by", frame_text(frames[i], kWidth - 6));
+    }
+    if (frames.size() > static_cast<size_t>(leak_frames)) {
+      out += fmt::format("   ... {} more frames (--frames N shows more)\n", frames.size() - leak_frames);
     }
   }
 
-  struct Group {
+  struct Section {
     Verdict verdict;
     const char* title;
   };
-  for (Group group : {Group{Verdict::kCache, "Caches and working sets (recent births, bounded)"},
-                      Group{Verdict::kStartup, "Startup residents (born early, flat)"},
-                      Group{Verdict::kUnknown, "Not judged"}}) {
-    auto sites = section(analysis, group.verdict, options, &total);
+  for (Section kind : {Section{Verdict::kCache, "Caches and working sets (bounded, with turnover)"},
+                       Section{Verdict::kStartup, "Startup residents (born early, flat)"},
+                       Section{Verdict::kUnknown, "Not judged"}}) {
+    auto groups = section(analysis, kind.verdict, options, &total);
     if (total == 0) continue;
-    out += fmt::format("\n{}: {}{}\n", group.title, total, total > sites.size() ? fmt::format(" (top {} shown)", sites.size()) : "");
-    for (const SiteReport* site : sites) {
-      const auto frames = folder.fold(symbolizer.stack(site->summary.stack));
-      out += fmt::format("  {:>10} {:<5} in {} blocks · leak entropy {:.2f} · {}\n", format_bytes(site->summary.live_bytes),
-                         domain_name(site->summary.domain), site->summary.live_blocks, site->judgement.leak_entropy,
-                         rate(site->judgement.growth_bytes_per_min));
-      if (!frames.empty()) out += fmt::format("             at {}\n", frame_text(frames[0], kWidth - 16));
-      out += wrap(site->judgement.reason, "             ");
+    out += fmt::format("\n{}: {}{}\n", kind.title, total, total > groups.size() ? fmt::format(" (top {} shown)", groups.size()) : "");
+    for (size_t g : groups) {
+      const GroupReport& group = analysis.groups[g];
+      out += wrap(fmt::format("{} {} · leak entropy {:.2f} · {}{}", domains_text(analysis, group), blocks_text(group),
+                              group.judgement.leak_entropy, rate(group.judgement.growth_bytes_per_min),
+                              freed_at_exit_text(analysis, group.freed_at_exit_bytes, group.live_bytes)),
+                  "      ", "  ");
+      if (group.has_user_frame) out += fmt::format("      in {}\n", frame_text(group.user_frame, kWidth - 9));
+      const auto frames = folder.fold(symbolizer.stack(analysis.sites[group.parts[0]].summary.stack));
+      bool named = group.has_user_frame && !frames.empty() && frames[0].address == group.user_frame.address &&
+                   frames[0].function == group.user_frame.function && other_frames == 1;
+      for (size_t i = named ? 1 : 0; i < frames.size() && static_cast<int>(i) < other_frames; ++i) {
+        out += fmt::format("      {} {}\n", i == 0 ? "at" : "by", frame_text(frames[i], kWidth - 9));
+      }
+      out += wrap(group.judgement.reason, "      ");
     }
   }
   return out;

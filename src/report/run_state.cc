@@ -261,6 +261,7 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
           triple.split_count += split;
           Site& site = sites_[triple.site];
           site.live_bytes += static_cast<int64_t>(triple.last.alloc_bytes - triple.last.free_bytes);
+          domain_live_bytes_[static_cast<size_t>(site.domain)] += static_cast<int64_t>(triple.last.alloc_bytes - triple.last.free_bytes);
           site.live_blocks += static_cast<int64_t>(triple.last.alloc_count - triple.last.free_count + split);
         }
         break;
@@ -285,6 +286,13 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
           for (int b = 0; b < kLifetimeBuckets; ++b) {
             if (mask & (1u << b)) sites_[id].freed_bytes_by_lifetime[b] += cursor.varint("lifetime bytes");
           }
+        }
+        break;
+      case SectionTag::kTemporaries:
+        for (uint64_t n = cursor.count("temporary count"); n > 0; --n) {
+          uint32_t id = cursor.u32("site id");
+          if (id >= sites_.size() || !sites_[id].known) throw Malformed{"temporaries for undefined site " + std::to_string(id)};
+          sites_[id].temporary_blocks += cursor.varint("temporary blocks");
         }
         break;
       default:

@@ -96,6 +96,7 @@ struct Site {
   int64_t live_bytes = 0;   // summed over the site's triples
   int64_t live_blocks = 0;
   std::vector<int64_t> births;  // live bytes by birth time, one bin per RunState::birth_bin_ns()
+  uint64_t temporary_blocks = 0;  // blocks freed in the epoch they were born in, so far
   uint64_t first_seen_ns = 0;  // time of the snapshot that defined it
   bool known = false;
 };
@@ -135,6 +136,8 @@ class RunState {
   const std::vector<Task>& tasks() const { return tasks_; }
   const std::vector<Site>& sites() const { return sites_; }
   const std::vector<Triple>& triples() const { return triples_; }
+  // Live bytes per domain now (index: Domain value), kept up to date as counters are applied.
+  const std::array<int64_t, internal::kDomainCount>& live_bytes_by_domain() const { return domain_live_bytes_; }
   // Width of the bins of Site::births, from time 0.
   uint64_t birth_bin_ns() const { return birth_bin_ns_; }
   // epoch_start_ns() is when epoch `epoch` began: the time of the snapshot that closed the
@@ -157,6 +160,7 @@ class RunState {
   std::vector<Triple> triples_{1};
   void add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes);
 
+  std::array<int64_t, internal::kDomainCount> domain_live_bytes_{};
   uint64_t birth_bin_ns_ = kFirstBirthBinNs;
   std::vector<uint32_t> active_triples_;  // triples whose `last` the latest snapshot set
   std::unordered_map<uint32_t, uint64_t> epoch_close_ns_;

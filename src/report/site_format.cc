@@ -1,5 +1,7 @@
 #include "report/site_format.h"
 
+#include <time.h>
+
 #include <fmt/format.h>
 
 #include "report/units.h"
@@ -7,16 +9,28 @@
 namespace leakscope::report {
 
 using internal::domain_name;
-using internal::SnapshotReason;
 
-std::string ended_by(const SnapshotInfo& snapshot) {
-  if (!snapshot.final) return "running or killed";
-  if (snapshot.reason == SnapshotReason::kSignal) return fmt::format("signal {}", snapshot.signal_number);
-  return "exit";
+std::string wall_clock_text(uint64_t realtime_ns) {
+  time_t seconds = static_cast<time_t>(realtime_ns / 1000000000);
+  struct tm utc;
+  gmtime_r(&seconds, &utc);
+  char text[64];
+  strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S UTC", &utc);
+  return text;
 }
 
-nlohmann::json run_header_json(const RunState& state) {
-  const SnapshotInfo& last = state.last_snapshot();
+std::string wall_clock_iso(uint64_t realtime_ns) {
+  time_t seconds = static_cast<time_t>(realtime_ns / 1000000000);
+  struct tm utc;
+  gmtime_r(&seconds, &utc);
+  char text[64];
+  strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
+  return fmt::format("{}.{:03d}Z", text, static_cast<int>(realtime_ns / 1000000 % 1000));
+}
+
+nlohmann::json run_header_json(const RunHeader& header) {
+  const RunState& state = header.state;
+  const SnapshotInfo& shown = header.shown;
   nlohmann::json document;
   document["version"] = 1;
   document["process"] = {{"pid", state.process().pid},
@@ -24,25 +38,55 @@ nlohmann::json run_header_json(const RunState& state) {
                          {"traced_parent_pid", state.process().traced_parent_pid},
                          {"exe", state.process().exe},
                          {"argv", state.process().argv}};
-  document["snapshots"] = state.snapshot_count();
-  document["epoch"] = last.epoch;
-  document["duration_s"] = static_cast<double>(last.time_ns) / 1e9;
-  document["ended_by"] = ended_by(last);
-  document["rss_bytes"] = last.rss_bytes;
-  document["pss_bytes"] = last.pss_bytes;
-  document["peak_rss_bytes"] = last.hwm_bytes;
-  document["overhead_bytes"] = last.overhead_bytes;
+  document["start_time"] = wall_clock_iso(state.process().start_realtime_ns);
+  document["start_time_unix_s"] = static_cast<double>(state.process().start_realtime_ns) / 1e9;
+  document["snapshots"] = header.at.count;
+  document["snapshot"] = header.at.index;
+  document["snapshot_chosen"] = header.at.why;
+  document["teardown_snapshot"] = header.at.teardown != 0 ? nlohmann::json(header.at.teardown) : nlohmann::json();
+  document["epoch"] = shown.epoch;
+  document["time_s"] = static_cast<double>(shown.time_ns) / 1e9;
+  document["duration_s"] = static_cast<double>(header.at.last.time_ns) / 1e9;
+  document["ended_by"] = ended_by(header.at.last);
+  document["rss_bytes"] = shown.rss_bytes;
+  document["pss_bytes"] = shown.pss_bytes;
+  document["peak_rss_bytes"] = shown.hwm_bytes;
+  document["overhead_bytes"] = shown.overhead_bytes;
   document["sample_interval_bytes"] = state.process().sample_interval;
   nlohmann::json domains = nlohmann::json::object();
-  auto totals = live_bytes_by_domain(state);
-  for (size_t d = 0; d < totals.size(); ++d) {
-    if (totals[d] != 0) domains[domain_name(static_cast<Domain>(d))] = totals[d];
+  for (size_t d = 0; d < header.live_bytes_by_domain.size(); ++d) {
+    if (header.live_bytes_by_domain[d] != 0) domains[domain_name(static_cast<Domain>(d))] = header.live_bytes_by_domain[d];
   }
   document["live_bytes_by_domain"] = domains;
   return document;
 }
 
-namespace {
+std::string run_header_text(const RunHeader& header, const std::string& title) {
+  const RunState& state = header.state;
+  const SnapshotInfo& shown = header.shown;
+  std::string out = fmt::format("{}: {} (pid {})\n", title, state.process().exe, state.process().pid);
+  out += fmt::format("started {} · ran {} · {} snapshots · ended by {}\n", wall_clock_text(state.process().start_realtime_ns),
+                     format_seconds(header.at.last.time_ns), header.at.count, ended_by_text(header.at.last));
+  if (header.at.index != header.at.count) {
+    out += fmt::format("{}: snapshot {} at {} ({})\n", header.shown_word, header.at.index, format_seconds(shown.time_ns),
+                       header.at.why);
+  }
+  std::string domains;
+  for (size_t d = 0; d < header.live_bytes_by_domain.size(); ++d) {
+    if (header.live_bytes_by_domain[d] == 0) continue;
+    domains += fmt::format("{}{} {}", domains.empty() ? "" : " · ", domain_name(static_cast<Domain>(d)),
+                           format_bytes(header.live_bytes_by_domain[d]));
+  }
+  out += fmt::format("live: {}\n", domains.empty() ? "nothing" : domains);
+  out += fmt::format("RSS {} (peak {}) · PSS {} · leakscope's own memory {}\n",
+                     format_bytes(static_cast<int64_t>(shown.rss_bytes)), format_bytes(static_cast<int64_t>(shown.hwm_bytes)),
+                     format_bytes(static_cast<int64_t>(shown.pss_bytes)), format_bytes(static_cast<int64_t>(shown.overhead_bytes)));
+  if (state.process().sample_interval != 0) {
+    out += fmt::format("sampled: one allocation per {} on average; heap bytes and blocks are estimates\n",
+                       format_bytes(static_cast<int64_t>(state.process().sample_interval)));
+  }
+  return out;
+}
 
 nlohmann::json frame_json(const SymbolizedFrame& frame) {
   nlohmann::json json;
@@ -57,23 +101,26 @@ nlohmann::json frame_json(const SymbolizedFrame& frame) {
   return json;
 }
 
-// shorten() fits a function name into `width` columns: first without its parameter list (the
-// parenthesis that matches the final one), then without "(anonymous namespace)::", then keeping
-// the end, which holds the function's own name.
-std::string shorten(const std::string& function, size_t width) {
-  if (function.size() <= width) return function;
-  std::string name = function;
-  size_t close = name.rfind(')');
-  if (close != std::string::npos) {
-    int depth = 0;
-    for (size_t i = close + 1; i-- > 0;) {
-      if (name[i] == ')') ++depth;
-      if (name[i] == '(' && --depth == 0) {
-        if (i > 0) name = name.substr(0, i) + "(…)";
-        break;
-      }
-    }
+namespace {
+
+// without_parameters() cuts a function name before the parenthesis that matches its final one.
+std::string without_parameters(const std::string& function) {
+  size_t close = function.rfind(')');
+  if (close == std::string::npos) return function;
+  int depth = 0;
+  for (size_t i = close + 1; i-- > 0;) {
+    if (function[i] == ')') ++depth;
+    if (function[i] == '(' && --depth == 0) return i > 0 ? function.substr(0, i) : function;
   }
+  return function;
+}
+
+// shorten() fits a function name into `width` columns: first without its parameter list, then
+// without "(anonymous namespace)::", then keeping the end, which holds the function's own name.
+std::string shorten(const std::string& function, size_t width, bool keep_ellipsis = true) {
+  if (function.size() <= width) return function;
+  std::string name = without_parameters(function);
+  if (keep_ellipsis && name.size() < function.size()) name += "(…)";
   for (size_t at; name.size() > width && (at = name.find("(anonymous namespace)::")) != std::string::npos;) {
     name.erase(at, 23);
   }
@@ -81,18 +128,16 @@ std::string shorten(const std::string& function, size_t width) {
   return "…" + name.substr(name.size() - (width > 1 ? width - 1 : width));
 }
 
-std::string base_name(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 }  // namespace
 
 nlohmann::json site_json(const SiteSummary& site, Symbolizer& symbolizer, const FrameFolder& folder) {
   nlohmann::json entry;
+  entry["site"] = site.site;
   entry["domain"] = domain_name(site.domain);
   entry["live_bytes"] = site.live_bytes;
   entry["live_blocks"] = site.live_blocks;
+  entry["allocations"] = site.allocations;
+  entry["temporary_allocations"] = site.temporary_allocations;
   nlohmann::json frames = nlohmann::json::array();
   for (const SymbolizedFrame& frame : folder.fold(symbolizer.stack(site.stack))) frames.push_back(frame_json(frame));
   entry["frames"] = frames;
@@ -115,10 +160,17 @@ nlohmann::json site_json(const SiteSummary& site, Symbolizer& symbolizer, const 
   return entry;
 }
 
+std::string function_text(const SymbolizedFrame& frame, size_t width) {
+  if (frame.function.empty()) return fmt::format("{:#x} [{}]", frame.address, module_base_name(frame.module));
+  std::string name = without_parameters(frame.function);
+  for (size_t at; (at = name.find("(anonymous namespace)::")) != std::string::npos;) name.erase(at, 23);
+  return shorten(name, width, false);
+}
+
 std::string frame_text(const SymbolizedFrame& frame, size_t width) {
   std::string where = frame.function.empty() ? fmt::format("{:#x}", frame.address) : frame.function;
-  std::string file = frame.file.empty() ? "" : fmt::format(" ({}:{})", base_name(frame.file), frame.line);
-  std::string module = frame.module.find(" (") == std::string::npos ? base_name(frame.module) : frame.module;
+  std::string file = frame.file.empty() ? "" : fmt::format(" ({}:{})", module_base_name(frame.file), frame.line);
+  std::string module = frame.module.find(" (") == std::string::npos ? module_base_name(frame.module) : frame.module;
   if (frame.folded > 0) return frame.function;
   std::string tail = file + (frame.inlined ? " (inlined)" : " [" + module + "]");
   size_t room = width > tail.size() + 12 ? width - tail.size() : 12;
@@ -143,7 +195,7 @@ std::string site_signature(const SiteSummary& site, Symbolizer& symbolizer) {
   std::string signature = domain_name(site.domain);
   for (const SymbolizedFrame& frame : symbolizer.stack(site.stack)) {
     signature += '|';
-    signature += frame.function.empty() ? fmt::format("{}+{:#x}", base_name(frame.module), frame.module_offset)
+    signature += frame.function.empty() ? fmt::format("{}+{:#x}", module_base_name(frame.module), frame.module_offset)
                                         : frame.function;
   }
   return signature;

@@ -5,26 +5,51 @@
 #ifndef LEAKSCOPE_REPORT_SITE_FORMAT_H_
 #define LEAKSCOPE_REPORT_SITE_FORMAT_H_
 
+#include <array>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "report/frame_roles.h"
 #include "report/run_state.h"
 #include "report/site_summary.h"
+#include "report/snapshot_choice.h"
 #include "report/symbolizer.h"
 
 namespace leakscope::report {
 
-// ended_by() is "exit", "signal N" or "running or killed".
-std::string ended_by(const SnapshotInfo& snapshot);
+// What every output says of the run: the stream, the snapshot shown (or judged) and its figures.
+struct RunHeader {
+  const RunState& state;  // read at least to the shown snapshot
+  const ChosenSnapshot& at;
+  const SnapshotInfo& shown;  // INFO of the shown snapshot
+  const std::array<int64_t, internal::kDomainCount>& live_bytes_by_domain;  // at it
+  const char* shown_word = "shown";  // "judged" in a report
+};
 
-// run_header_json() holds the fields every JSON document starts with (version, process,
-// snapshots, duration, memory, live bytes by domain).
-nlohmann::json run_header_json(const RunState& state);
+// run_header_json() holds the fields every JSON document starts with (version, process, start
+// time, snapshots, the shown snapshot and why, how the stream ended, memory, live bytes by domain).
+nlohmann::json run_header_json(const RunHeader& header);
+
+// run_header_text() is the opening lines of dump and report: the program, when it started, how
+// long it ran and how it ended, which snapshot is shown and why, and its memory.
+std::string run_header_text(const RunHeader& header, const std::string& title);
+
+// wall_clock_text() is a wall-clock time as "2026-12-01 08:39:10 UTC"; wall_clock_iso() as
+// "2026-12-01T08:39:10.123Z".
+std::string wall_clock_text(uint64_t realtime_ns);
+std::string wall_clock_iso(uint64_t realtime_ns);
 
 // site_json() is one entry of "sites": domain, live bytes and blocks, frames (folded by `folder`),
 // threads, tasks.
 nlohmann::json site_json(const SiteSummary& site, Symbolizer& symbolizer, const FrameFolder& folder = FrameFolder(""));
+
+// frame_json() is one frame of "frames": function, file, line, module, address, offset, inlined.
+nlohmann::json frame_json(const SymbolizedFrame& frame);
+
+// function_text() is a frame's function without its parameter list, shortened to `width` columns
+// (its address and module when the function is unknown).
+std::string function_text(const SymbolizedFrame& frame, size_t width);
 
 // frame_text() is "function (file:line) [module]", the function shortened to `width` columns.
 std::string frame_text(const SymbolizedFrame& frame, size_t width = 1000);

@@ -27,9 +27,12 @@ std::vector<SiteSummary> summarize_live_sites(const RunState& state) {
   std::unordered_map<uint32_t, std::map<uint32_t, ThreadShare>> threads;
   std::unordered_map<uint32_t, std::map<std::string, TaskShare>> tasks;
   const auto& triples = state.triples();
+  std::vector<uint64_t> allocations(state.sites().size(), 0);
   for (size_t id = 1; id < triples.size(); ++id) {
     const Triple& triple = triples[id];
-    if (!triple.known || (triple.live_blocks() == 0 && triple.live_bytes() == 0)) continue;
+    if (!triple.known) continue;
+    allocations[triple.site] += triple.alloc_count;
+    if (triple.live_blocks() == 0 && triple.live_bytes() == 0) continue;
     SiteSummary& summary = by_site[triple.site];
     const Site& site = state.sites()[triple.site];
     summary.site = triple.site;
@@ -62,22 +65,14 @@ std::vector<SiteSummary> summarize_live_sites(const RunState& state) {
     std::stable_sort(summary.tasks.begin(), summary.tasks.end(),
                      [](const TaskShare& a, const TaskShare& b) { return a.live_bytes > b.live_bytes; });
     summary.births = live_bytes_by_birth(state, id);
+    summary.allocations = allocations[id];
+    summary.temporary_allocations = state.sites()[id].temporary_blocks;
     sites.push_back(std::move(summary));
   }
   std::sort(sites.begin(), sites.end(), [](const SiteSummary& a, const SiteSummary& b) {
     return a.live_bytes != b.live_bytes ? a.live_bytes > b.live_bytes : a.site < b.site;
   });
   return sites;
-}
-
-std::array<int64_t, internal::kDomainCount> live_bytes_by_domain(const RunState& state) {
-  std::array<int64_t, internal::kDomainCount> totals{};
-  const auto& triples = state.triples();
-  for (size_t id = 1; id < triples.size(); ++id) {
-    if (!triples[id].known) continue;
-    totals[static_cast<size_t>(state.sites()[triples[id].site].domain)] += triples[id].live_bytes();
-  }
-  return totals;
 }
 
 }  // namespace leakscope::report

@@ -35,6 +35,8 @@ struct SiteSummary {
   uint32_t stack = 0;
   int64_t live_bytes = 0;
   int64_t live_blocks = 0;
+  uint64_t allocations = 0;            // blocks allocated so far, freed or not
+  uint64_t temporary_allocations = 0;  // blocks freed in the epoch they were born in
   std::vector<ThreadShare> threads;  // by live bytes, largest first
   std::vector<TaskShare> tasks;      // by live bytes, largest first
   std::vector<LiveByBirth> births;   // live bytes by birth time, oldest first, nonzero only
@@ -43,9 +45,6 @@ struct SiteSummary {
 // summarize_live_sites() lists every site with live blocks, largest live bytes first (ties by
 // site id, so the order is stable).
 std::vector<SiteSummary> summarize_live_sites(const RunState& state);
-
-// live_bytes_by_domain() sums live bytes per domain (index: Domain value).
-std::array<int64_t, internal::kDomainCount> live_bytes_by_domain(const RunState& state);
 
 }  // namespace leakscope::report
 

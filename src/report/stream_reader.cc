@@ -1,5 +1,6 @@
 #include "report/stream_reader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -76,6 +77,48 @@ bool StreamReader::next(Frame* frame) {
   frame->size = size;
   offset_ += sizeof(header) + size;
   return true;
+}
+
+std::vector<SnapshotMark> StreamReader::skim_snapshots() {
+  std::vector<SnapshotMark> marks;
+  long resume = ftell(file_.get());
+  if (resume < 0) return marks;
+  for (;;) {
+    uint8_t header[kFrameHeaderSize];
+    long at = ftell(file_.get());
+    size_t got = fread(header, 1, sizeof(header), file_.get());
+    auto torn_here = [&] {
+      torn_ = true;  // as next() would find it, so that a read that stops earlier still warns
+      torn_offset_ = static_cast<uint64_t>(at);
+    };
+    if (got > 0 && got < sizeof(header)) torn_here();
+    if (got < sizeof(header) || le32_get(header) != kFrameMarker) break;
+    uint32_t type = le32_get(header + 4), size = le32_get(header + 8);
+    if (size > kMaxFramePayload) break;
+    long next = at + static_cast<long>(sizeof(header) + size);
+    if (file_size_ >= 0 && next > file_size_) {
+      torn_here();  // next() skips it too
+      break;
+    }
+    if (type == static_cast<uint32_t>(FrameType::kSnapshot)) {
+      // INFO comes first: tag, padded length, then epoch, time, wall time, reason, signal, final.
+      uint8_t info[64];
+      size_t got = fread(info, 1, std::min<size_t>(sizeof(info), size), file_.get());
+      const uint8_t* cursor = info;
+      const uint8_t* end = info + got;
+      uint64_t tag = 0, length = 0, epoch = 0, time = 0, wall = 0, reason = 0, signal = 0, final = 0;
+      if (!varint_get(&cursor, end, &tag) || tag != static_cast<uint64_t>(SectionTag::kInfo) ||
+          !varint_get(&cursor, end, &length) || !varint_get(&cursor, end, &epoch) || !varint_get(&cursor, end, &time) ||
+          !varint_get(&cursor, end, &wall) || !varint_get(&cursor, end, &reason) || !varint_get(&cursor, end, &signal) ||
+          !varint_get(&cursor, end, &final)) {
+        break;
+      }
+      marks.push_back({static_cast<SnapshotReason>(reason), static_cast<uint32_t>(signal), final != 0, time});
+    }
+    if (fseek(file_.get(), next, SEEK_SET) != 0) break;
+  }
+  fseek(file_.get(), resume, SEEK_SET);
+  return marks;
 }
 
 }  // namespace leakscope::report

@@ -31,6 +31,14 @@ struct Frame {
   size_t size;
 };
 
+// What skim_snapshots() reads of one snapshot: its INFO's first fields.
+struct SnapshotMark {
+  internal::SnapshotReason reason;
+  uint32_t signal_number;
+  bool final;
+  uint64_t time_ns;
+};
+
 class StreamReader {
  public:
   // Opens `path` and checks the file header. Throws StreamError (missing, empty, foreign or a
@@ -43,6 +51,12 @@ class StreamReader {
   // next() reads the following frame into *frame (valid until the next call). Returns false at
   // the end of the stream, including a torn last frame. Throws StreamError on a corrupt frame.
   bool next(Frame* frame);
+
+  // skim_snapshots() lists the reason, finality and time of every snapshot from the current
+  // position on, reading only each frame's header and its INFO section, and then returns to the
+  // current position; next() still reads and checks every frame. It stops quietly at anything
+  // it cannot read (the full pass reports it). Empty when the stream is not seekable.
+  std::vector<SnapshotMark> skim_snapshots();
 
   bool torn() const { return torn_; }
   uint64_t torn_offset() const { return torn_offset_; }

@@ -155,61 +155,12 @@ InlineChain inline_chain(Dwfl_Module* module, Dwarf_Addr address) {
   return chain;
 }
 
+bool is_leakscope_module(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return path.compare(slash == std::string::npos ? 0 : slash + 1, 12, "libleakscope") == 0;
+}
+
 }  // namespace
-
-FrameFolder::FrameFolder(const std::string& groups) {
-  size_t at = 0;
-  while (at < groups.size()) {
-    size_t end = groups.find(',', at);
-    if (end == std::string::npos) end = groups.size();
-    std::string group = groups.substr(at, end - at);
-    if (group == "torch") {
-      patterns_.insert(patterns_.end(), {"libtorch", "libc10", "_C.cpython"});
-    } else if (group == "python") {
-      patterns_.insert(patterns_.end(), {"libpython", "python3"});
-    } else if (!group.empty()) {
-      patterns_.push_back(group);
-    }
-    at = end + 1;
-  }
-}
-
-bool FrameFolder::matches(const std::string& module) const {
-  std::string name = module.substr(module.rfind('/') == std::string::npos ? 0 : module.rfind('/') + 1);
-  for (const std::string& pattern : patterns_) {
-    if (name.find(pattern) != std::string::npos) return true;
-  }
-  return false;
-}
-
-std::vector<SymbolizedFrame> FrameFolder::fold(const std::vector<SymbolizedFrame>& frames) const {
-  if (patterns_.empty()) return frames;
-  std::vector<SymbolizedFrame> folded;
-  for (const SymbolizedFrame& frame : frames) {
-    if (!matches(frame.module)) {
-      folded.push_back(frame);
-      continue;
-    }
-    std::string name = frame.module.substr(frame.module.rfind('/') == std::string::npos ? 0 : frame.module.rfind('/') + 1);
-    if (!folded.empty() && folded.back().folded > 0) {
-      SymbolizedFrame& run = folded.back();
-      ++run.folded;
-      if (run.module.find(name) == std::string::npos) run.module += ", " + name;
-    } else {
-      SymbolizedFrame run = frame;
-      run.folded = 1;
-      run.module = name;
-      run.file.clear();
-      run.line = 0;
-      run.inlined = false;
-      folded.push_back(run);
-    }
-  }
-  for (SymbolizedFrame& frame : folded) {
-    if (frame.folded > 0) frame.function = "[" + std::to_string(frame.folded) + " frames in " + frame.module + "]";
-  }
-  return folded;
-}
 
 const char* Symbolizer::ModuleDebug::symbol_at(uint64_t address) {
   if (!symbols_indexed) {
@@ -346,6 +297,9 @@ std::vector<SymbolizedFrame> Symbolizer::stack(uint32_t id) {
   if (id < state_.stacks().size()) {
     const Stack& stack = state_.stacks()[id];
     for (uint64_t address : stack.frames) {
+      // leakscope's own frames (the main it hands __libc_start_main) are no part of the program's.
+      const Module* module = module_for(address, stack.first_epoch);
+      if (module != nullptr && is_leakscope_module(module->path)) continue;
       const std::vector<SymbolizedFrame>& expanded = symbolize(address, stack.first_epoch);
       frames.insert(frames.end(), expanded.begin(), expanded.end());
     }
@@ -354,6 +308,21 @@ std::vector<SymbolizedFrame> Symbolizer::stack(uint32_t id) {
   while (first + 1 < frames.size() && is_allocator_entry(frames[first].function)) ++first;
   frames.erase(frames.begin(), frames.begin() + static_cast<long>(first));
   return frames;
+}
+
+std::optional<SymbolizedFrame> Symbolizer::find_frame(uint32_t id,
+                                                     const std::function<bool(const std::string&)>& skip_module,
+                                                     const std::function<bool(const SymbolizedFrame&)>& accept) {
+  if (id >= state_.stacks().size()) return std::nullopt;
+  const Stack& stack = state_.stacks()[id];
+  for (uint64_t address : stack.frames) {
+    const Module* module = module_for(address, stack.first_epoch);
+    if (module != nullptr && skip_module(module->path)) continue;
+    for (const SymbolizedFrame& frame : symbolize(address, stack.first_epoch)) {
+      if (accept(frame)) return frame;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace leakscope::report

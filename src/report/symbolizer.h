@@ -10,6 +10,8 @@
 #define LEAKSCOPE_REPORT_SYMBOLIZER_H_
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -42,6 +44,12 @@ class Symbolizer {
   // per address, stacks are not: a dump of a million stacks must not hold them all.
   std::vector<SymbolizedFrame> stack(uint32_t id);
 
+  // find_frame() walks stack `id` from the innermost frame outwards and returns the first frame
+  // `accept` takes; addresses in modules whose path `skip_module` rejects are passed over without
+  // reading their debug info (the cheap way to skip a framework's frames). nullopt when none.
+  std::optional<SymbolizedFrame> find_frame(uint32_t id, const std::function<bool(const std::string&)>& skip_module,
+                                            const std::function<bool(const SymbolizedFrame&)>& accept);
+
  private:
   struct ModuleDebug;
   const std::vector<SymbolizedFrame>& symbolize(uint64_t address, uint32_t epoch);
@@ -51,22 +59,6 @@ class Symbolizer {
   const RunState& state_;
   std::vector<std::unique_ptr<ModuleDebug>> debug_;
   std::unordered_map<uint64_t, std::vector<SymbolizedFrame>> frames_;  // by address and module
-};
-
-// FrameFolder collapses each run of consecutive frames from framework modules into one frame, so
-// the program's own calls stand out in deep stacks (leakscope report --fold torch,python).
-// Groups: "torch" (libtorch*, libc10*, torch's _C extension), "python" (libpython*, python3*);
-// any other name matches modules whose file name contains it.
-class FrameFolder {
- public:
-  // Parses a comma-separated list; an empty one folds nothing.
-  explicit FrameFolder(const std::string& groups);
-  std::vector<SymbolizedFrame> fold(const std::vector<SymbolizedFrame>& frames) const;
-  bool empty() const { return patterns_.empty(); }
-
- private:
-  bool matches(const std::string& module) const;
-  std::vector<std::string> patterns_;  // substrings of a module's file name
 };
 
 // is_allocator_entry() tells whether a function is an allocation entry point that callers of

@@ -8,25 +8,87 @@
 namespace leakscope::report {
 namespace {
 
+constexpr double kLateSlopeFactor = 1.5;
+
 struct WindowTrend {
+  double begin_s = 0;
   double slope_per_s = 0;
-  double z = 0;
+  double z = 0;      // Mann–Kendall on the floor
+  double raw_z = 0;  // Mann–Kendall on the series itself
   double relative_growth = 0;
   bool growing = false;
 };
 
-WindowTrend trend_of(const std::vector<SeriesPoint>& points, double peak) {
+WindowTrend trend_of(std::vector<SeriesPoint>::const_iterator begin, std::vector<SeriesPoint>::const_iterator end,
+                     double peak) {
   WindowTrend trend;
-  std::vector<SeriesPoint> floor = live_floor(points);
+  std::vector<SeriesPoint> floor = live_floor(std::vector<SeriesPoint>(begin, end));
+  trend.begin_s = begin->time_s;
   trend.slope_per_s = theil_sen_slope(floor);
   trend.z = mann_kendall(floor).z;
-  double span = points.back().time_s - points.front().time_s;
+  double span = (end - 1)->time_s - begin->time_s;
   trend.relative_growth = trend.slope_per_s * span / std::max(peak, 1.0);
-  trend.growing = trend.z >= kTrendZ && trend.slope_per_s > 0 && trend.relative_growth >= kMinRelativeGrowth;
+  // The floor of noise rises too (the least of fewer and fewer samples), so the series itself must
+  // trend upwards as well: noise and a sawtooth do not, a leak does, whatever churns beside it.
+  trend.raw_z = mann_kendall(std::vector<SeriesPoint>(begin, end)).z;
+  trend.growing = trend.z >= kTrendZ && trend.raw_z >= kTrendZ && trend.slope_per_s > 0 &&
+                  trend.relative_growth >= kMinRelativeGrowth;
   return trend;
 }
 
+// The window that grows: the whole series, or its later half or quarter (by time, each with at
+// least kMinSamples points) when that grows markedly faster (kLateSlopeFactor), as a leak that
+// starts late does. A later window counts only if the site now stands above everything before it
+// by kMinRelativeGrowth of its peak: the last tooth of a sawtooth climbs back to old peaks, a leak
+// that starts late makes new ones.
+WindowTrend steepest_window(const std::vector<SeriesPoint>& points, double peak) {
+  WindowTrend whole = trend_of(points.begin(), points.end(), peak);
+  WindowTrend decided = whole;
+  double first = points.front().time_s, now = points.back().time_s;
+  for (double share : {0.5, 0.25}) {
+    auto begin = std::lower_bound(points.begin(), points.end(), now - share * (now - first),
+                                  [](const SeriesPoint& point, double time) { return point.time_s < time; });
+    if (points.end() - begin < static_cast<long>(kMinSamples) || begin == points.begin()) continue;
+    double before = 0;
+    for (auto point = points.begin(); point != begin; ++point) before = std::max(before, point->value);
+    if (points.back().value - before < kMinRelativeGrowth * peak) continue;
+    WindowTrend window = trend_of(begin, points.end(), peak);
+    double bar = !decided.growing ? 0 : decided.begin_s == whole.begin_s ? kLateSlopeFactor * whole.slope_per_s : decided.slope_per_s;
+    if (window.growing && window.slope_per_s > bar) decided = window;
+  }
+  return decided;
+}
+
+// When the floor last rose, and how long its rises take. The floor's final value was (nearly)
+// reached at last_rise_s; the level it left then had been reached at previous_rise_s. A steady
+// leak rose a moment ago; bursts rose one burst period ago at most; a vector that doubles its
+// capacity rose at most one doubling period ago; growth that stopped rose long before anything
+// that pace explains.
+struct Rises {
+  double last_rise_s = 0;
+  double gap_s = 0;
+};
+
+Rises rises_of(const std::vector<SeriesPoint>& points, double peak) {
+  std::vector<SeriesPoint> floor = live_floor(points);
+  double tolerance = kNearFinal * peak;
+  auto reached = [&](double level) {
+    size_t i = 0;
+    while (i + 1 < floor.size() && floor[i].value < level - tolerance) ++i;
+    return i;
+  };
+  Rises rises;
+  size_t last = reached(floor.back().value);
+  rises.last_rise_s = floor[last].time_s;
+  if (last > 0) rises.gap_s = rises.last_rise_s - floor[reached(floor[last - 1].value)].time_s;
+  return rises;
+}
+
 double clamp01(double value) { return std::clamp(value, 0.0, 1.0); }
+
+std::string remedy(size_t samples, double span_s) {
+  return fmt::format("{} snapshots over {:.1f} s; run longer or use --interval 100ms", samples, span_s);
+}
 
 }  // namespace
 
@@ -47,83 +109,117 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
   judgement.leak_entropy = leak_entropy(evidence.births, evidence.now_s, evidence.epochs);
   judgement.median_birth_fraction = median_birth_fraction(evidence.births, evidence.now_s);
   if (points.size() < kMinSamples) {
-    judgement.reason = fmt::format("too short to judge: {} snapshots (needs {})", points.size(), kMinSamples);
+    double span = points.empty() ? 0 : points.back().time_s - points.front().time_s;
+    judgement.reason = points.size() > 0 && points.front().time_s > 0.5 * evidence.now_s
+                           ? fmt::format("first live at {:.1f} s, too late to judge: {}", points.front().time_s,
+                                         remedy(points.size(), span))
+                           : fmt::format("too short to judge: {}", remedy(points.size(), span));
     return judgement;
   }
   double live = points.back().value;
   double peak = 0;
   for (const SeriesPoint& point : points) peak = std::max(peak, point.value);
+  double first_s = points.front().time_s, now_s = points.back().time_s, span_s = now_s - first_s;
 
-  // The whole run, its second half and its last quarter: a leak that starts late grows in the
-  // later windows only, and its rate is that of the steepest window that grows.
-  WindowTrend whole = trend_of(points, peak);
-  WindowTrend decided = whole;
-  // A later window counts only if it ends above everything before it: the last tooth of a
-  // sawtooth climbs back to old peaks, a leak that starts late makes new ones.
-  for (size_t divisor : {size_t{2}, size_t{4}}) {
-    size_t length = points.size() / divisor;
-    if (length < kMinSamples) break;
-    auto window_begin = points.end() - static_cast<long>(length);
-    double before = 0;
-    for (auto point = points.begin(); point != window_begin; ++point) before = std::max(before, point->value);
-    if (live - before < kMinRelativeGrowth * peak) continue;
-    WindowTrend window = trend_of(std::vector<SeriesPoint>(window_begin, points.end()), peak);
-    if (window.growing && (!decided.growing || window.slope_per_s > decided.slope_per_s)) decided = window;
-  }
-  // A leak is still growing: over the last quarter (at least kLatelyPoints points) its floor,
-  // which never decreases, ends higher than it starts. A cache that filled up and a one-off growth
-  // that stopped are flat there.
-  size_t lately = std::max(points.size() / 4, kLatelyPoints);
-  std::vector<SeriesPoint> last_quarter = live_floor({points.end() - static_cast<long>(lately), points.end()});
-  bool growing_lately = last_quarter.back().value > last_quarter.front().value;
-  // Leaks report the rate of the window that grew; everything else its rate now.
-  judgement.growth_bytes_per_min = theil_sen_slope(last_quarter) * 60;
+  WindowTrend decided = steepest_window(points, peak);
+  Rises rises = rises_of(points, peak);
+  judgement.last_rise_s = rises.last_rise_s;
+  bool still_rising = now_s - rises.last_rise_s <= std::max(kStallSpan * span_s, kStallGaps * rises.gap_s);
+  bool still_live = live >= kMinLiveShareOfPeak * peak;
   judgement.mann_kendall_z = decided.z;
   judgement.relative_growth = decided.relative_growth;
   double samples_factor = clamp01(static_cast<double>(points.size()) / kFullConfidenceSamples);
+
+  // The recent window: its floor's slope is the rate "now", its births the turnover.
+  auto recent = std::lower_bound(points.begin(), points.end(), now_s - kRecentWindow * span_s,
+                                 [](const SeriesPoint& point, double time) { return point.time_s < time; });
+  if (points.end() - recent < static_cast<long>(kRecentPoints)) recent = points.end() - static_cast<long>(kRecentPoints);
+  std::vector<SeriesPoint> recent_points(recent, points.end());
+  judgement.growth_bytes_per_min = theil_sen_slope(live_floor(recent_points)) * 60;
+  // Bytes born since the sample before the window (the window's first interval starts there).
+  double window_start_s = recent == points.begin() ? recent->time_s : (recent - 1)->time_s;
+  double born_recently = 0;
+  for (const LiveByBirth& birth : evidence.births) {
+    if (birth.bytes > 0 && birth.birth_s >= window_start_s) born_recently += static_cast<double>(birth.bytes);
+  }
+  judgement.turnover = live > 0 ? std::min(born_recently / live, 1.0) : 0;
 
   if (live <= 0) {
     judgement.reason = "nothing live now";
     return judgement;
   }
-  bool still_live = live >= kMinLiveShareOfPeak * peak;
-  if (decided.growing && growing_lately && still_live && judgement.leak_entropy >= kMinLeakEntropy) {
+  // A leak keeps bytes from across the time it grew (leak entropy), or keeps what it grew in a few
+  // blocks re-allocated ever larger: then the series never falls back below what it reached.
+  size_t dips = 0;
+  std::vector<SeriesPoint> floor = live_floor(points);
+  for (size_t i = 0; i < points.size(); ++i) dips += points[i].value - floor[i].value > kMaxDip * peak;
+  bool holds_what_it_grew = dips <= std::max<size_t>(1, points.size() / 20);
+  bool keeps = judgement.leak_entropy >= kLowLeakEntropy || holds_what_it_grew;
+  if (decided.growing && still_rising && still_live && keeps) {
     judgement.verdict = Verdict::kLeak;
     judgement.growth_bytes_per_min = decided.slope_per_s * 60;
-    judgement.confidence = std::min({clamp01(decided.z / (2 * kTrendZ)), clamp01(judgement.leak_entropy / 0.6), samples_factor});
-    judgement.reason = fmt::format("grows steadily (Mann-Kendall Z {:.1f}) and keeps bytes from across the run "
-                                   "(leak entropy {:.2f})", decided.z, judgement.leak_entropy);
+    judgement.growing_since_s = decided.begin_s;
+    judgement.confidence = std::min({clamp01(decided.z / (2 * kTrendZ)), clamp01(decided.relative_growth / 0.4), samples_factor});
+    std::string how = decided.begin_s > first_s ? fmt::format("grows since {:.1f} s", decided.begin_s) : "grows";
+    if (judgement.leak_entropy >= kLowLeakEntropy) {
+      judgement.reason = fmt::format("{} (Mann-Kendall Z {:.1f}) and keeps bytes from across that time (leak entropy {:.2f})",
+                                     how, decided.z, judgement.leak_entropy);
+    } else {
+      judgement.reason = fmt::format("{} (Mann-Kendall Z {:.1f}) in recent bytes: blocks re-allocated ever larger, "
+                                     "or a working set that keeps growing (leak entropy {:.2f})",
+                                     how, decided.z, judgement.leak_entropy);
+    }
     return judgement;
   }
-  if (judgement.median_birth_fraction >= kRecentBirth) {
+
+  double before_high = 0, recent_high = 0, recent_low = points.back().value;
+  for (auto point = points.begin(); point != recent; ++point) before_high = std::max(before_high, point->value);
+  for (auto point = recent; point != points.end(); ++point) {
+    recent_high = std::max(recent_high, point->value);
+    recent_low = std::min(recent_low, point->value);
+  }
+  // Bounded: the recent window's typical level (its median) stays within what came before it.
+  std::vector<double> recent_values;
+  for (auto point = recent; point != points.end(); ++point) recent_values.push_back(point->value);
+  std::nth_element(recent_values.begin(), recent_values.begin() + static_cast<long>(recent_values.size() / 2), recent_values.end());
+  double recent_median = recent_values[recent_values.size() / 2];
+  bool has_history = recent != points.begin();
+  bool bounded = has_history && recent_median <= before_high + kMaxPlateauRise * peak;
+  double recent_span_s = now_s - window_start_s;
+  if (bounded && judgement.turnover >= kMinTurnover) {
     judgement.verdict = Verdict::kCache;
-    double recency = clamp01((judgement.median_birth_fraction - kRecentBirth) / (1 - kRecentBirth) + 0.5);
-    double bounded = decided.growing && growing_lately ? 0.5 : 1.0;
-    judgement.confidence = std::min({recency, bounded, samples_factor});
-    judgement.reason = fmt::format("live bytes are recent (half born after {:.0f}% of the run){}",
-                                   judgement.median_birth_fraction * 100,
-                                   decided.growing && growing_lately ? ", still growing with few old births"
-                                                                     : " and bounded");
+    judgement.confidence = std::min({clamp01(judgement.turnover / (2 * kMinTurnover)), samples_factor});
+    judgement.reason = fmt::format("bounded: no new high over the last {:.1f} s while {:.0f}% of its bytes were born anew",
+                                   recent_span_s, judgement.turnover * 100);
     return judgement;
   }
-  if (judgement.median_birth_fraction <= kOldBirth && std::fabs(whole.relative_growth) <= kMaxFlatGrowth) {
+  bool flat = recent_high - recent_low <= kMaxFlatRange * peak;
+  bool old = judgement.median_birth_fraction <= kOldBirth;
+  if (flat && old && judgement.turnover < kMinTurnover && !(decided.growing && still_rising)) {
     judgement.verdict = Verdict::kStartup;
-    double age = clamp01(1 - judgement.median_birth_fraction / kOldBirth + 0.5);
-    double flat = clamp01(1 - std::fabs(whole.relative_growth) / kMaxFlatGrowth + 0.5);
-    judgement.confidence = std::min({age, flat, samples_factor});
-    judgement.reason = fmt::format("born early (half by {:.0f}% of the run) and flat since",
-                                   judgement.median_birth_fraction * 100);
+    double age = clamp01(1.5 - judgement.median_birth_fraction / kOldBirth);
+    double stillness = clamp01(1.5 - (recent_high - recent_low) / (kMaxFlatRange * std::max(peak, 1.0)));
+    judgement.confidence = std::min({age, stillness, samples_factor});
+    judgement.reason = fmt::format("born early (half by {:.0f}% of the run) and flat since", judgement.median_birth_fraction * 100);
     return judgement;
   }
   if (decided.growing && !still_live) {
-    judgement.reason = "grew, then most of it was freed";
-  } else if (decided.growing && !growing_lately) {
-    judgement.reason = "grew earlier in the run, flat over its last quarter";
+    judgement.reason = fmt::format("grew, then {:.0f}% of its peak was freed", (1 - live / peak) * 100);
   } else if (decided.growing) {
-    judgement.reason = fmt::format("grows, but its live bytes were born in too few periods to call it a leak "
-                                   "(leak entropy {:.2f})", judgement.leak_entropy);
+    judgement.reason = fmt::format("grew until {:.1f} s and has been flat since without turnover: a resident built up "
+                                   "early, or a leak that paused; run longer to tell",
+                                   rises.last_rise_s);
+  } else if (decided.z >= kTrendZ && decided.slope_per_s > 0) {
+    judgement.reason = fmt::format("grows slowly: {:.0f}% of its peak over the run", decided.relative_growth * 100);
+  } else if (decided.z > 1 && decided.slope_per_s > 0) {
+    judgement.reason = fmt::format("may be growing (Mann-Kendall Z {:.1f}, below {:.2f}): {}", decided.z, kTrendZ,
+                                   remedy(points.size(), span_s));
+  } else if (flat && !old) {
+    judgement.reason = fmt::format("allocated late (half of it after {:.0f}% of the run) and flat since: run longer to "
+                                   "tell a resident from a leak",
+                                   judgement.median_birth_fraction * 100);
   } else {
-    judgement.reason = "neither growing nor clearly early or recent";
+    judgement.reason = "changes without a trend, a bound with turnover, or a flat old plateau";
   }
   return judgement;
 }

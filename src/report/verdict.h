@@ -1,19 +1,25 @@
 // File: verdict.h
 //
-// The verdict on one site: leak, cache, startup or unknown, with a confidence and the numbers
-// behind it. Rules and thresholds are documented in docs/ANALYSIS.md and unit-tested on
-// synthetic series (tests/report/verdict_test.cc).
+// The verdict on one site, or one group of sites: leak, cache, startup or unknown, with a
+// confidence and the numbers behind it. Rules and thresholds are documented in docs/ANALYSIS.md
+// and unit-tested on synthetic series (tests/report/verdict_test.cc). In short, on the site's
+// floor (at each sample, the least of it that stays live from then on):
 //
-//   leak     the floor of live bytes (at each snapshot, the least that stays live from then on)
-//            grows (Mann–Kendall Z ≥ kTrendZ, Theil–Sen slope > 0, growth over the window ≥
-//            kMinRelativeGrowth of the peak) over the whole run, or over its second half or last
-//            quarter when those end above every earlier point by that much (new highs); what grew is still live (≥ kMinLiveShareOfPeak of the peak); and the live
-//            bytes are spread over the run's birth times (leak entropy ≥ kMinLeakEntropy).
-//   cache    not a leak; half the live bytes were born in the latest part of the run (median birth
-//            at or after kRecentBirth of the run): a bounded cache or working set.
-//   startup  not a leak; half the live bytes were born early (median birth ≤ kOldBirth of the run)
-//            and live bytes are flat (|growth| ≤ kMaxFlatGrowth of the peak).
-//   unknown  fewer than kMinSamples snapshots, nothing live, or none of the above.
+//   leak     the floor grows (Mann–Kendall Z ≥ kTrendZ, Theil–Sen slope > 0, growth over the
+//            window ≥ kMinRelativeGrowth of the peak) over the site's whole series, or over its
+//            later half or quarter when those make new highs; it has not stalled (it last rose
+//            within a quarter of the series, or within kStallGaps of the time between its last
+//            two rises, as steps and ever-larger re-allocations do); the series itself trends
+//            upwards too (the floor of noise rises as well); what grew is still live (≥
+//            kMinLiveShareOfPeak of the peak); and it is kept: spread over the time it grew (leak
+//            entropy ≥ kLowLeakEntropy), or held in a few blocks re-allocated ever larger, whose
+//            series never falls back below its floor (at most 1 sample in 20 dips by kMaxDip).
+//   cache    not a leak, and bounded with turnover: the recent window's (the last quarter of the
+//            series) median stays within kMaxPlateauRise of the peak of everything before it,
+//            while at least kMinTurnover of its live bytes were born within it.
+//   startup  not a leak nor a cache: flat over the recent window, little born in it, and half of
+//            the live bytes born in the first half of the run (kOldBirth).
+//   unknown  anything else, with the reason and what would tell.
 #ifndef LEAKSCOPE_REPORT_VERDICT_H_
 #define LEAKSCOPE_REPORT_VERDICT_H_
 
@@ -33,12 +39,18 @@ constexpr size_t kMinSamples = 5;
 constexpr double kTrendZ = 2.33;  // one-sided p ≈ 0.01
 constexpr double kMinRelativeGrowth = 0.2;
 constexpr double kMinLiveShareOfPeak = 0.5;
-constexpr double kMinLeakEntropy = 0.3;
-constexpr double kRecentBirth = 0.5;
-constexpr double kOldBirth = 0.25;
-constexpr double kMaxFlatGrowth = 0.2;
+constexpr double kNearFinal = 0.05;      // a rise ends when the floor is within this share of the peak of its final value
+constexpr double kStallSpan = 0.25;      // a leak rose within this share of its series...
+constexpr double kStallGaps = 2.5;       // ...or within this many times the gap between its last two rises
+constexpr double kRecentWindow = 0.25;   // the recent window: this share of the series, at the end
+constexpr size_t kRecentPoints = 3;      // and at least this many samples
+constexpr double kMinTurnover = 0.25;    // a cache's bytes born within the recent window, of its live bytes
+constexpr double kMaxPlateauRise = 0.1;  // a cache's recent median above all before it, of the peak
+constexpr double kMaxDip = 0.1;          // a fall below the floor that counts as giving back growth, of the peak
+constexpr double kMaxFlatRange = 0.2;    // startup: range within the recent window, of the peak
+constexpr double kOldBirth = 0.5;        // startup: half the live bytes born by this share of the run
+constexpr double kLowLeakEntropy = 0.3;  // below it, a leak's bytes are recent: re-allocated ever larger
 constexpr size_t kFullConfidenceSamples = 20;
-constexpr size_t kLatelyPoints = 3;
 
 struct SiteEvidence {
   std::vector<SeriesPoint> live_bytes;  // in time order, the last point being "now"
@@ -52,10 +64,13 @@ struct SiteJudgement {
   double confidence = 0;
   double leak_entropy = 0;
   double growth_bytes_per_min = 0;  // Theil–Sen of the floor: for a leak over the steepest
-                                    // growing window, otherwise over the last quarter (now)
+                                    // growing window, otherwise over the recent window (now)
   double mann_kendall_z = 0;
   double relative_growth = 0;        // growth over that window / peak live bytes
   double median_birth_fraction = 0;  // 0 = born at the start, 1 = born now
+  double turnover = 0;               // bytes born within the recent window / live bytes
+  double growing_since_s = 0;        // leak: start of the window that grew
+  double last_rise_s = 0;            // when the floor last reached (near) its final value
   size_t samples = 0;
   std::string reason;  // one sentence, for the report
 };

@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (file == nullptr) return 0;
   try {
     leakscope::report::StreamReader reader("fuzz.lsc", file);
-    leakscope::report::RunAnalysis analysis = leakscope::report::analyze_run(reader);
+    std::unique_ptr<leakscope::report::RunAnalysis> analysis = leakscope::report::analyze_run(reader);
     (void)analysis;
   } catch (const leakscope::report::StreamError&) {
   }

@@ -52,7 +52,7 @@ TEST(Attribution, ThirtyTwoThreadsFreeingEachOthersBlocksLeaveNoFalseLeak) {
   std::string file = scratch_dir() + "/run.lsc";
   Outcome outcome = leakscope({"run", "-o", file, "--", fixture("cross_thread_churn")});
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
-  nlohmann::json document = dump(file);
+  nlohmann::json document = dump(file, {"--at", "end"});  // after every thread was joined
   EXPECT_TRUE(sites_at(document, "churn_allocate").empty()) << "cross-thread frees were missed";
   nlohmann::json kept = site_at(document, "keep_three");
   EXPECT_EQ(kept["live_bytes"], 32 * 3 * 100);

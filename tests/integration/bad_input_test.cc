@@ -82,7 +82,8 @@ TEST(BadInput, SnapshotBeyondTheStreamIsRejected) {
 
 TEST(BadInput, EarlierSnapshotCanBeDumped) {
   nlohmann::json first = dump(good_stream(), {"--at", "1"});
-  EXPECT_EQ(first["snapshots"], 1);
+  EXPECT_EQ(first["snapshot"], 1);
+  EXPECT_GT(first["snapshots"].get<int>(), 1);
 }
 
 TEST(BadInput, UnknownVerbAndBadCliOptionsAreUsageErrors) {

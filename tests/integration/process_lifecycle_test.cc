@@ -25,7 +25,7 @@ LifecycleRun run_lifecycle(const std::string& mode, std::vector<std::string> opt
   return run;
 }
 
-void expect_forked_child_traced(const std::string& mode) {
+void expect_forked_child_traced(const std::string& mode, const std::string& ended_by) {
   LifecycleRun run = run_lifecycle(mode);
   ASSERT_EQ(run.outcome.exit_code, 0) << run.outcome.err;
   std::string child = run.outcome.out.substr(run.outcome.out.find("child=") + 6);
@@ -42,13 +42,13 @@ void expect_forked_child_traced(const std::string& mode) {
   nlohmann::json leak = site_at(forked, "child_leak");
   EXPECT_EQ(leak["live_bytes"], 20 * 700);
   EXPECT_EQ(leak["live_blocks"], 20);
-  EXPECT_EQ(forked["ended_by"], "exit");
+  EXPECT_EQ(forked["ended_by"], ended_by);
 }
 
-TEST(ProcessLifecycle, ForkedChildTracksIntoItsOwnFileWithInheritedBlocks) { expect_forked_child_traced("fork"); }
+TEST(ProcessLifecycle, ForkedChildTracksIntoItsOwnFileWithInheritedBlocks) { expect_forked_child_traced("fork", "exit"); }
 
 TEST(ProcessLifecycle, ChildLeavingByUnderscoreExitStillWritesItsFinalSnapshot) {
-  expect_forked_child_traced("fork_exit");
+  expect_forked_child_traced("fork_exit", "_exit");
 }
 
 TEST(ProcessLifecycle, ForkWhileOtherThreadsAllocateNeverDeadlocksTheChild) {

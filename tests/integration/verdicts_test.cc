@@ -180,9 +180,11 @@ TEST(ReportCli, TextReportNamesTheLeakAndFitsOneHundredColumns) {
   EXPECT_EQ(document["sites"][0]["verdict"], "leak");
   EXPECT_EQ(document["sites"][0]["frames"][0]["function"], "(anonymous namespace)::format_debug_trace(demo::Request const&, float)");
   int leak_count = 0, cache_count = 0, startup_weights = 0;
+  for (const auto& group : document["groups"]) {
+    leak_count += group["verdict"] == "leak";
+    cache_count += group["verdict"] == "cache";
+  }
   for (const auto& site : document["sites"]) {
-    leak_count += site["verdict"] == "leak";
-    cache_count += site["verdict"] == "cache";
     std::string function = site["frames"][0]["function"].is_string() ? site["frames"][0]["function"].get<std::string>() : "";
     if (function.find("load_model_weights") != std::string::npos && site["live_bytes"] == 24 << 20) {
       startup_weights += site["verdict"] == "startup";

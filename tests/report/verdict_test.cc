@@ -164,6 +164,80 @@ TEST(Verdict, GrowthThatWasFreedAgainIsNotALeak) {
   EXPECT_NE(j.verdict, Verdict::kLeak) << j.reason;
 }
 
+// A vector that keeps growing: one live block, re-allocated at double the size whenever the
+// elements pushed at a steady rate fill it, so the last re-allocation can be up to half the run
+// ago. Its bytes are all recent (leak entropy 0), yet it is a leak.
+TEST(Verdict, VectorThatKeepsGrowingIsALeak) {
+  for (int epochs : {20, 37, 60}) {
+    SiteJudgement j = judge(epochs, [](int e, std::deque<Block>& live) {
+      int64_t size = 1024 * (e + 1);  // elements pushed so far, in bytes
+      int64_t capacity = live.empty() ? 0 : live.back().bytes;
+      if (size > capacity) {
+        int64_t grown = capacity == 0 ? 1024 : capacity;
+        while (grown < size) grown *= 2;
+        live.clear();
+        live.push_back({e, grown});
+      }
+    });
+    EXPECT_EQ(j.verdict, Verdict::kLeak) << epochs << ": " << j.reason;
+  }
+}
+
+// Blocks grown by realloc one after another, each to a few times its size, none freed.
+TEST(Verdict, ReallocChainThatGrowsIsALeak) {
+  SiteJudgement j = judge(30, [](int e, std::deque<Block>& live) {
+    if (e % 3 == 0) live.push_back({e, 4096});
+    live.back() = {e, live.back().bytes * 2};
+  });
+  EXPECT_EQ(j.verdict, Verdict::kLeak) << j.reason;
+}
+
+TEST(Verdict, BurstsThreeEpochsApartAreALeak) {
+  SiteJudgement j = judge(15, [](int e, std::deque<Block>& live) {
+    if (e % 3 == 0) {
+      for (int i = 0; i < 200; ++i) live.push_back({e, 1000});
+    }
+  });
+  EXPECT_EQ(j.verdict, Verdict::kLeak) << j.reason;
+}
+
+TEST(Verdict, LeakThatStartsAfterAStartupRampIsALeak) {
+  SiteJudgement j = judge(30, [](int e, std::deque<Block>& live) {
+    if (e < 8) live.push_back({e, 100000});     // the ramp: imports, weights
+    if (e >= 8) live.push_back({e, 250000});    // the leak, from then on
+  });
+  EXPECT_EQ(j.verdict, Verdict::kLeak) << j.reason;
+}
+
+TEST(Verdict, WarmUpThatFlattensIsNotALeak) {
+  SiteJudgement j = judge(40, [](int e, std::deque<Block>& live) {
+    if (e < 16) live.push_back({e, 50000});
+  });
+  EXPECT_NE(j.verdict, Verdict::kLeak) << j.reason;
+  EXPECT_EQ(j.verdict, Verdict::kStartup) << j.reason;
+}
+
+TEST(Verdict, CacheStillFillingAtTheEndIsNeverACache) {
+  SiteJudgement j = judge(30, [](int e, std::deque<Block>& live) {
+    for (int i = 0; i < 10; ++i) live.push_back({e, 4096});
+    while (live.size() > 1000) live.pop_front();  // a bound the run never reaches
+  });
+  EXPECT_EQ(j.verdict, Verdict::kLeak) << j.reason;
+}
+
+TEST(Verdict, FlatSiteWithoutTurnoverIsNotACache) {
+  SiteJudgement j = judge(30, [](int e, std::deque<Block>& live) {
+    if (e == 20) live.push_back({e, 1 << 20});  // allocated once, late, never touched again
+  });
+  EXPECT_NE(j.verdict, Verdict::kCache) << j.reason;
+}
+
+TEST(Verdict, UnknownSaysWhatWouldTell) {
+  SiteJudgement j = judge(4, [](int e, std::deque<Block>& live) { live.push_back({e, 1000}); });
+  EXPECT_EQ(j.verdict, Verdict::kUnknown);
+  EXPECT_NE(j.reason.find("run longer or use --interval 100ms"), std::string::npos) << j.reason;
+}
+
 TEST(LeakEntropy, IsZeroForOneBucketAndOneForAnEvenSpread) {
   EXPECT_EQ(leak_entropy({{0, 100}}, 10, 1), 0);
   std::vector<LiveByBirth> even;

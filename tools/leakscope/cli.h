@@ -36,18 +36,20 @@ int run_command(const RunOptions& options);
 
 struct DumpOptions {
   std::string file;
-  uint32_t at = 0;  // 1-based snapshot; 0 = last
+  std::string at;  // --at: "N", "end", or empty for the last snapshot before teardown
   std::string format = "text";
+  int frames = 8;
 };
 
 int dump_command(const DumpOptions& options);
 
 struct ReportCommandOptions {
   std::string file;
-  uint32_t at = 0;
+  std::string at;
   std::string format = "text";
   size_t top = 10;
   int64_t min_bytes = 0;
+  int frames = 0;
   std::string fold;
 };
 
@@ -56,6 +58,7 @@ int report_command(const ReportCommandOptions& options);
 struct DiffOptions {
   std::string before;
   std::string after;
+  std::string at;  // applies to both runs
   std::string format = "text";
   size_t top = 20;
 };

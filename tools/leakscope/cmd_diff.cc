@@ -4,18 +4,19 @@
 #include "cli.h"
 #include "report/analysis.h"
 #include "report/diff_format.h"
-#include "report/symbolizer.h"
 
 namespace leakscope::cli {
 
 int diff_command(const DiffOptions& options) {
+  report::AnalysisOptions analysis_options;
+  if (!options.at.empty() && !report::parse_snapshot_choice(options.at, &analysis_options.at)) {
+    return fail(kUsage, "--at: not a snapshot number or 'end': " + options.at);
+  }
   try {
-    report::RunAnalysis before = report::analyze_run(options.before);
-    report::RunAnalysis after = report::analyze_run(options.after);
-    report::Symbolizer before_symbols(before.state), after_symbols(after.state);
-    report::AnalyzedRun old_run{before, before_symbols}, new_run{after, after_symbols};
-    std::string text = options.format == "json" ? report::diff_json(old_run, new_run, options.top).dump(2) + "\n"
-                                                : report::diff_text(old_run, new_run, options.top);
+    std::unique_ptr<report::RunAnalysis> before = report::analyze_run(options.before, analysis_options);
+    std::unique_ptr<report::RunAnalysis> after = report::analyze_run(options.after, analysis_options);
+    std::string text = options.format == "json" ? report::diff_json(*before, *after, options.top).dump(2) + "\n"
+                                                : report::diff_text(*before, *after, options.top);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return kOk;
   } catch (const report::StreamError& error) {

@@ -1,23 +1,33 @@
 // leakscope dump: the state at one snapshot, symbolized.
 #include <cstdio>
 
-#include <fmt/format.h>
-
 #include "cli.h"
 #include "report/dump_format.h"
+#include "report/judged_state.h"
 #include "report/run_state.h"
+#include "report/snapshot_choice.h"
 #include "report/symbolizer.h"
 
 namespace leakscope::cli {
 
 int dump_command(const DumpOptions& options) {
+  report::SnapshotChoice choice;
+  if (!options.at.empty() && !report::parse_snapshot_choice(options.at, &choice)) {
+    return fail(kUsage, "--at: not a snapshot number or 'end': " + options.at);
+  }
   try {
-    report::RunState state = report::load_run(options.file, options.at);
+    report::StreamReader reader(options.file);
+    report::ChosenSnapshot at = report::choose_snapshot(choice, reader.skim_snapshots(), options.file);
+    report::RunState state;
+    report::JudgedCapture capture(at);
+    report::read_run(reader, at.index, &state, [&capture](const report::RunState& read) { capture.observe(read); });
+    std::vector<report::JudgedSite> sites = capture.take_sites();
     report::Symbolizer symbolizer(state);
+    report::RunHeader header{state, at, capture.info(), capture.live_bytes_by_domain()};
     if (options.format == "json") {
-      report::write_dump_json(state, symbolizer, stdout);
+      report::write_dump_json(header, sites, symbolizer, stdout);
     } else {
-      report::write_dump_text(state, symbolizer, stdout);
+      report::write_dump_text(header, sites, symbolizer, stdout, options.frames);
     }
     return kOk;
   } catch (const report::StreamError& error) {

@@ -4,20 +4,24 @@
 #include "cli.h"
 #include "report/analysis.h"
 #include "report/report_format.h"
-#include "report/symbolizer.h"
 
 namespace leakscope::cli {
 
 int report_command(const ReportCommandOptions& options) {
+  report::AnalysisOptions analysis_options;
+  if (!options.at.empty() && !report::parse_snapshot_choice(options.at, &analysis_options.at)) {
+    return fail(kUsage, "--at: not a snapshot number or 'end': " + options.at);
+  }
+  analysis_options.fold = options.fold;
   try {
-    report::RunAnalysis analysis = report::analyze_run(options.file, options.at);
-    report::Symbolizer symbolizer(analysis.state);
+    std::unique_ptr<report::RunAnalysis> analysis = report::analyze_run(options.file, analysis_options);
     report::ReportOptions shown;
     shown.top = options.top;
     shown.min_bytes = options.min_bytes;
+    shown.frames = options.frames;
     shown.fold = options.fold;
-    std::string text = options.format == "json" ? report::report_json(analysis, symbolizer, shown).dump(2) + "\n"
-                                                : report::report_text(analysis, symbolizer, shown);
+    std::string text = options.format == "json" ? report::report_json(*analysis, shown).dump(2) + "\n"
+                                                : report::report_text(*analysis, shown);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return kOk;
   } catch (const report::StreamError& error) {

@@ -46,7 +46,9 @@ int main(int argc, char** argv) {
   DumpOptions dump;
   CLI::App* dump_verb = app.add_subcommand("dump", "Print the state at the last (or N-th) snapshot of FILE");
   dump_verb->add_option("file", dump.file, "A .lsc stream")->required();
-  dump_verb->add_option("--at", dump.at, "Snapshot number, from 1 (default: the last)")->check(CLI::PositiveNumber);
+  const char* at_help = "Snapshot to show and judge: N (from 1) or 'end' (default: the last before teardown)";
+  dump_verb->add_option("--at", dump.at, at_help);
+  dump_verb->add_option("--frames", dump.frames, "Frames shown per site in text")->check(CLI::Range(1, 1000))->capture_default_str();
   dump_verb->add_option("--format", dump.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
 
   ReportCommandOptions report;
@@ -56,13 +58,15 @@ int main(int argc, char** argv) {
   report_verb->add_option("--format", report.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   report_verb->add_option("--top", report.top, "Sites shown per section")->check(CLI::PositiveNumber)->capture_default_str();
   report_verb->add_option("--min-bytes", min_bytes, "Leave out sites with fewer live bytes (e.g. 64KiB)")->capture_default_str();
-  report_verb->add_option("--at", report.at, "Judge at this snapshot, from 1 (default: the last)")->check(CLI::PositiveNumber);
+  report_verb->add_option("--at", report.at, at_help);
+  report_verb->add_option("--frames", report.frames, "Frames shown per stack in text (default: 6 for leaks, 1 for others)")->check(CLI::Range(1, 1000));
   report_verb->add_option("--fold", report.fold, "Fold framework frames: torch, python, or any module name, comma-separated");
 
   DiffOptions diff;
   CLI::App* diff_verb = app.add_subcommand("diff", "What changed between two runs, per site");
   diff_verb->add_option("before", diff.before, "The earlier .lsc stream")->required();
   diff_verb->add_option("after", diff.after, "The later .lsc stream")->required();
+  diff_verb->add_option("--at", diff.at, at_help);
   diff_verb->add_option("--format", diff.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   diff_verb->add_option("--top", diff.top, "Sites shown")->check(CLI::PositiveNumber)->capture_default_str();
 

@@ -1,0 +1,152 @@
+#include "report/frame_roles.h"
+
+#include <cctype>
+
+namespace leakscope::report {
+namespace {
+
+// Module file-name prefixes of the runtime and frameworks beneath the program.
+constexpr const char* kFrameworkModules[] = {
+    "libc.so", "libc-", "ld-linux", "ld64.so", "libstdc++", "libgcc_s", "libm.so", "libpthread", "libdl.so",
+    "librt.so", "libleakscope", "libjemalloc", "libtcmalloc", "libmimalloc", "libc10", "libtorch", "libgomp",
+    "libpython", "_C.cpython", "libcudart", "libcuda.so", "libcupti",
+};
+
+// Function-name prefixes of library code instantiated or inlined into the program.
+constexpr const char* kFrameworkFunctions[] = {
+    "std::", "__gnu_cxx::", "__cxxabiv1::", "__cxa_", "operator new", "operator delete",
+    "c10::", "at::", "torch::", "caffe2::", "pybind11::",
+};
+
+bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
+
+// qualified_name() drops the return type that demangled template functions start with ("void
+// std::vector<int>::_M_realloc_insert<int>(…)" -> "std::vector<int>::_M_realloc_insert<int>(…)"):
+// what follows the last space outside brackets that comes before the parameter list.
+std::string qualified_name(const std::string& function) {
+  static const std::string kAnonymous = "(anonymous namespace)";
+  int angles = 0;
+  size_t name_start = 0;
+  for (size_t i = 0; i < function.size(); ++i) {
+    char c = function[i];
+    if (c == '(' && function.compare(i, kAnonymous.size(), kAnonymous) == 0) {
+      i += kAnonymous.size() - 1;
+    } else if (c == '<') {
+      ++angles;
+    } else if (c == '>') {
+      --angles;
+    } else if (c == '(' && angles == 0) {
+      break;  // the parameter list
+    } else if (c == ' ' && angles == 0) {
+      name_start = i + 1;
+    }
+  }
+  return function.substr(name_start);
+}
+
+// is_interpreter_executable() is true for "python", "python3", "python3.11"...
+bool is_interpreter_executable(const std::string& name) {
+  if (!starts_with(name, "python")) return false;
+  for (size_t i = 6; i < name.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(name[i])) && name[i] != '.') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string module_base_name(const std::string& module) {
+  size_t slash = module.rfind('/');
+  return slash == std::string::npos ? module : module.substr(slash + 1);
+}
+
+std::vector<std::string> fold_patterns(const std::string& groups) {
+  std::vector<std::string> patterns;
+  size_t at = 0;
+  while (at < groups.size()) {
+    size_t end = groups.find(',', at);
+    if (end == std::string::npos) end = groups.size();
+    std::string group = groups.substr(at, end - at);
+    if (group == "torch") {
+      patterns.insert(patterns.end(), {"libtorch", "libc10", "_C.cpython"});
+    } else if (group == "python") {
+      patterns.insert(patterns.end(), {"libpython", "python3"});
+    } else if (!group.empty()) {
+      patterns.push_back(group);
+    }
+    at = end + 1;
+  }
+  return patterns;
+}
+
+FrameRoles::FrameRoles(const std::string& fold) : folded_(fold_patterns(fold)) {}
+
+bool FrameRoles::is_framework_module(const std::string& path) const {
+  if (path.empty() || path[0] == '[') return true;  // [unknown], [vdso]
+  std::string name = module_base_name(path);
+  for (const char* prefix : kFrameworkModules) {
+    if (starts_with(name, prefix)) return true;
+  }
+  if (is_interpreter_executable(name)) return true;
+  for (const std::string& pattern : folded_) {
+    if (name.find(pattern) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool FrameRoles::is_user(const SymbolizedFrame& frame) const {
+  if (is_framework_module(frame.module)) return false;
+  std::string name = qualified_name(frame.function);
+  for (const char* prefix : kFrameworkFunctions) {
+    if (starts_with(frame.function, prefix) || starts_with(name, prefix)) return false;
+  }
+  return true;
+}
+
+size_t FrameRoles::first_user_frame(const std::vector<SymbolizedFrame>& frames) const {
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (is_user(frames[i])) return i;
+  }
+  return std::string::npos;
+}
+
+FrameFolder::FrameFolder(const std::string& groups) : patterns_(fold_patterns(groups)) {}
+
+bool FrameFolder::matches(const std::string& module) const {
+  std::string name = module_base_name(module);
+  for (const std::string& pattern : patterns_) {
+    if (name.find(pattern) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::vector<SymbolizedFrame> FrameFolder::fold(const std::vector<SymbolizedFrame>& frames) const {
+  if (patterns_.empty()) return frames;
+  std::vector<SymbolizedFrame> folded;
+  for (const SymbolizedFrame& frame : frames) {
+    if (!matches(frame.module)) {
+      folded.push_back(frame);
+      continue;
+    }
+    std::string name = module_base_name(frame.module);
+    if (!folded.empty() && folded.back().folded > 0) {
+      SymbolizedFrame& run = folded.back();
+      ++run.folded;
+      if (run.module.find(name) == std::string::npos) run.module += ", " + name;
+    } else {
+      SymbolizedFrame run = frame;
+      run.folded = 1;
+      run.module = name;
+      run.file.clear();
+      run.line = 0;
+      run.inlined = false;
+      folded.push_back(run);
+    }
+  }
+  for (SymbolizedFrame& frame : folded) {
+    if (frame.folded > 0) frame.function = "[" + std::to_string(frame.folded) + " frames in " + frame.module + "]";
+  }
+  return folded;
+}
+
+}  // namespace leakscope::report

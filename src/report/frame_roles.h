@@ -1,0 +1,65 @@
+// File: frame_roles.h
+//
+// Which frames of a symbolized stack are the program's own code and which belong to the runtime
+// and frameworks beneath it, so that a site is named by the user's code (docs/ANALYSIS.md, "user
+// frame") and framework frames can be folded away.
+//
+// A frame is not a user frame when its module is the C or C++ runtime (libc, ld.so, libstdc++,
+// libgcc, libm), an allocator (libjemalloc, libtcmalloc, libmimalloc) or leakscope itself, a
+// framework (libc10, libtorch*, torch's _C extension, libgomp, libpython, a python executable), or
+// a module named by --fold; nor when it is standard-library or framework code instantiated or
+// inlined into the program (std::, __gnu_cxx::, c10::, at::, torch::, pybind11::, operator new).
+#ifndef LEAKSCOPE_REPORT_FRAME_ROLES_H_
+#define LEAKSCOPE_REPORT_FRAME_ROLES_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "report/symbolizer.h"
+
+namespace leakscope::report {
+
+class FrameRoles {
+ public:
+  // `fold` is --fold's comma-separated list: groups "torch" and "python", or module-name fragments.
+  explicit FrameRoles(const std::string& fold = "");
+
+  bool is_user(const SymbolizedFrame& frame) const;
+
+  // is_framework_module() is true when no frame of the module at `path` can be a user frame.
+  bool is_framework_module(const std::string& path) const;
+
+  // first_user_frame() is the index of the innermost user frame of `frames`, or npos.
+  size_t first_user_frame(const std::vector<SymbolizedFrame>& frames) const;
+
+ private:
+  std::vector<std::string> folded_;  // --fold's module-name fragments
+};
+
+// FrameFolder collapses each run of consecutive frames from framework modules into one frame, so
+// the program's own calls stand out in deep stacks (leakscope report --fold torch,python).
+// Groups: "torch" (libtorch*, libc10*, torch's _C extension), "python" (libpython*, python3*);
+// any other name matches modules whose file name contains it.
+class FrameFolder {
+ public:
+  // Parses a comma-separated list; an empty one folds nothing.
+  explicit FrameFolder(const std::string& groups);
+  std::vector<SymbolizedFrame> fold(const std::vector<SymbolizedFrame>& frames) const;
+  bool empty() const { return patterns_.empty(); }
+
+ private:
+  bool matches(const std::string& module) const;
+  std::vector<std::string> patterns_;  // substrings of a module's file name
+};
+
+// fold_patterns() expands --fold's list into module-name fragments ("torch" and "python" are
+// groups of several).
+std::vector<std::string> fold_patterns(const std::string& groups);
+
+// module_base_name() is the file name of a module path, without its directories.
+std::string module_base_name(const std::string& module);
+
+}  // namespace leakscope::report
+
+#endif  // LEAKSCOPE_REPORT_FRAME_ROLES_H_

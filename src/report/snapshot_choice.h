@@ -1,0 +1,58 @@
+// File: snapshot_choice.h
+//
+// Which snapshot `dump`, `report` and `diff` show and judge (--at), with one meaning for all:
+//   (default)  the run before teardown, so that what a clean shutdown frees cannot hide a leak:
+//              the snapshot marking where exit() was called or the interpreter began finalizing
+//              (the run's last state); at the mark of main's return, main's own locals are gone
+//              already, so each site is taken from that mark or the snapshot before it, whichever
+//              holds more of it (report/judged_state.h); the final snapshot when the stream has no
+//              teardown mark (a fatal signal, _exit, exec, or killed);
+//   N          the N-th snapshot, counting from 1;
+//   end        the final snapshot, after teardown.
+// docs/cli.md and docs/ANALYSIS.md describe it for users.
+#ifndef LEAKSCOPE_REPORT_SNAPSHOT_CHOICE_H_
+#define LEAKSCOPE_REPORT_SNAPSHOT_CHOICE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "report/stream_reader.h"
+
+namespace leakscope::report {
+
+struct SnapshotChoice {
+  enum class Kind { kBeforeTeardown, kIndex, kEnd };
+  Kind kind = Kind::kBeforeTeardown;
+  uint32_t index = 0;  // kIndex: from 1
+};
+
+// parse_snapshot_choice() reads "N" (N >= 1) or "end"; false for anything else.
+bool parse_snapshot_choice(const std::string& text, SnapshotChoice* choice);
+
+// The snapshot chosen in one stream, and what the stream says of how it ended.
+struct ChosenSnapshot {
+  uint32_t index = 0;     // from 1; 0 when the stream has no snapshot
+  uint32_t earlier = 0;   // a main-return mark's predecessor, whose larger sites are merged in
+  uint32_t count = 0;     // snapshots in the stream
+  uint32_t teardown = 0;  // index of the teardown mark; 0 when there is none
+  std::string why;        // "the last snapshot before teardown", "snapshot 7 (--at)", ...
+  SnapshotMark last{};    // the stream's last snapshot, for "ended by"
+};
+
+// choose_snapshot() resolves `choice` against the snapshots `marks` lists (skim_snapshots()).
+// Throws StreamError naming `path` when --at N is beyond the stream.
+ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<SnapshotMark>& marks,
+                               const std::string& path);
+
+// ended_by() says how the stream ended: "exit", "signal N", "_exit", "exec", or "running or
+// killed" when its last snapshot is not a final one (JSON `ended_by`).
+std::string ended_by(const SnapshotMark& last);
+
+// ended_by_text() is the same for a person: the last case reads "stream ends without a final
+// snapshot (killed, or still running)".
+std::string ended_by_text(const SnapshotMark& last);
+
+}  // namespace leakscope::report
+
+#endif  // LEAKSCOPE_REPORT_SNAPSHOT_CHOICE_H_
