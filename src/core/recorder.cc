@@ -11,7 +11,7 @@
 namespace leakscope::internal {
 namespace {
 
-int g_depth = 32;
+int g_depth = 64;  // the option's default until recorder_set_depth()
 
 // triple_cache_key() packs a (domain, task, stack) key for the per-thread cache; 0 = uncachable.
 inline uint64_t triple_cache_key(Domain domain, TaskId task, StackId stack) {

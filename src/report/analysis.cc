@@ -159,6 +159,9 @@ void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& key
       GroupReport group;
       group.has_user_frame = key.has_user_frame;
       group.user_frame = key.frame;
+      uint32_t stack = site.summary.stack;
+      group.cut_at_depth = !key.has_user_frame && stack < analysis.state.stacks().size() &&
+                           analysis.state.stacks()[stack].frames.size() >= analysis.state.process().depth;
       group.first_seen_s = site.first_seen_s;
       groups.push_back(std::move(group));
     }

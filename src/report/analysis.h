@@ -41,7 +41,8 @@ struct SiteReport {
 // The sites that share one first user frame: one bug, one answer.
 struct GroupReport {
   bool has_user_frame = false;
-  SymbolizedFrame user_frame;  // their first user frame, when they have one
+  SymbolizedFrame user_frame;  // their first user frame, when they have one, else the innermost
+  bool cut_at_depth = false;   // no user frame, and the stack was cut at the run's --depth
   std::vector<size_t> parts;   // indices in RunAnalysis::sites, largest first
   int64_t live_bytes = 0;
   int64_t live_blocks = 0;

@@ -31,6 +31,12 @@ std::string qualified_name(const std::string& function) {
     char c = function[i];
     if (c == '(' && function.compare(i, kAnonymous.size(), kAnonymous) == 0) {
       i += kAnonymous.size() - 1;
+    } else if (c == '(' && angles == 0 && i >= 9 && function.compare(i - 9, 9, "decltype ") == 0) {
+      // a return type "decltype (…)": skip it whole
+      for (int depth = 0; i < function.size(); ++i) {
+        if (function[i] == '(') ++depth;
+        if (function[i] == ')' && --depth == 0) break;
+      }
     } else if (c == '<') {
       ++angles;
     } else if (c == '>') {

@@ -140,6 +140,12 @@ std::string owners_of_group(const RunAnalysis& analysis, const GroupReport& grou
   return owners_text(merged);
 }
 
+std::string cut_at_depth_text(const RunAnalysis& analysis) {
+  uint32_t depth = analysis.state.process().depth;
+  return fmt::format("no frame of the program's own in the {} frames kept (the stack was cut at --depth {}); rerun with "
+                     "--depth {} to name it", depth, depth, std::min<uint32_t>(128, depth * 2));
+}
+
 nlohmann::json judgement_json(const SiteJudgement& j, nlohmann::json entry) {
   entry["verdict"] = verdict_name(j.verdict);
   entry["confidence"] = j.confidence;
@@ -176,6 +182,7 @@ nlohmann::json group_json(const RunAnalysis& analysis, size_t index) {
   entry["id"] = index;
   entry["first_user_frame"] = user_frame_json(group);
   entry["frame"] = frame_json(group.user_frame);
+  entry["cut_at_depth"] = group.cut_at_depth;
   entry["live_bytes"] = group.live_bytes;
   entry["live_blocks"] = group.live_blocks;
   entry["allocations"] = group.allocations;
@@ -340,6 +347,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
                                    j.leak_entropy),
                        "   ", "");
     if (group.has_user_frame) out += fmt::format("   in {}\n", frame_text(group.user_frame, kWidth - 6));
+    if (group.cut_at_depth) out += wrap(cut_at_depth_text(analysis), "   ");
     out += wrap(fmt::format("first seen {:.1f} s · {}", group.first_seen_s, j.reason), "   ");
     out += wrap(counts_text(analysis, group), "   ");
     out += wrap(owners_of_group(analysis, group), "   ");
@@ -348,8 +356,8 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
         const SiteSummary& part = analysis.sites[group.parts[i]].summary;
         const auto frames = symbolizer.stack(part.stack);
         std::string where = frames.empty() ? "" : " · at " + frame_text(frames[0], 60);
-        out += fmt::format("   {} {} {} in {} blocks{}\n", i == 0 ? "parts:" : "      ", domain_name(part.domain),
-                           format_bytes(part.live_bytes), part.live_blocks, where);
+        out += fmt::format("   {} {} {} in {} block{}{}\n", i == 0 ? "parts:" : "      ", domain_name(part.domain),
+                           format_bytes(part.live_bytes), part.live_blocks, part.live_blocks == 1 ? "" : "s", where);
       }
       if (group.parts.size() > kPartsShown) out += fmt::format("          and {} more sites\n", group.parts.size() - kPartsShown);
       out += "   stack of the largest part:\n";
@@ -380,6 +388,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
                               freed_at_exit_text(analysis, group.freed_at_exit_bytes, group.live_bytes)),
                   "      ", "  ");
       if (group.has_user_frame) out += fmt::format("      in {}\n", frame_text(group.user_frame, kWidth - 9));
+      if (group.cut_at_depth) out += wrap(cut_at_depth_text(analysis), "      ");
       const auto frames = folder.fold(symbolizer.stack(analysis.sites[group.parts[0]].summary.stack));
       bool named = group.has_user_frame && !frames.empty() && frames[0].address == group.user_frame.address &&
                    frames[0].function == group.user_frame.function && other_frames == 1;

@@ -189,7 +189,7 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
   if (bounded && judgement.turnover >= kMinTurnover) {
     judgement.verdict = Verdict::kCache;
     judgement.confidence = std::min({clamp01(judgement.turnover / (2 * kMinTurnover)), samples_factor});
-    judgement.reason = fmt::format("bounded: no new high over the last {:.1f} s while {:.0f}% of its bytes were born anew",
+    judgement.reason = fmt::format("bounded: within its earlier range over the last {:.1f} s while {:.0f}% of its bytes were born anew",
                                    recent_span_s, judgement.turnover * 100);
     return judgement;
   }

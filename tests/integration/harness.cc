@@ -24,6 +24,21 @@ std::string read_file(const std::string& path) {
   return content.str();
 }
 
+std::vector<std::string> lines_wider_than(const std::string& text, size_t columns) {
+  std::vector<std::string> wide;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    size_t characters = 0;
+    for (unsigned char c : line) characters += (c & 0xc0) != 0x80;
+    if (characters > columns) wide.push_back(line);
+    start = end + 1;
+  }
+  return wide;
+}
+
 Outcome run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, int timeout_s) {
   std::string directory = scratch_dir();
   std::string out_path = directory + "/stdout", err_path = directory + "/stderr";
@@ -73,6 +88,7 @@ Outcome leakscope(const std::vector<std::string>& args, const std::map<std::stri
 }
 
 std::string fixture(const std::string& name) { return std::string(LEAKSCOPE_FIXTURE_DIR) + "/" + name; }
+std::string fixture_source(const std::string& name) { return std::string(LEAKSCOPE_FIXTURE_SOURCE_DIR) + "/" + name; }
 std::string preload_library() { return LEAKSCOPE_PRELOAD; }
 
 std::string scratch_dir() {

@@ -28,8 +28,10 @@ Outcome run_program(const std::vector<std::string>& argv, const std::map<std::st
 // leakscope() runs the CLI with `args`.
 Outcome leakscope(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
 
-// fixture() is the path of a test fixture program or library.
+// fixture() is the path of a test fixture program or library; fixture_source() that of a fixture
+// script in the source tree.
 std::string fixture(const std::string& name);
+std::string fixture_source(const std::string& name);
 std::string preload_library();
 
 // scratch_dir() is a fresh directory for this test's files.
@@ -48,6 +50,9 @@ std::vector<nlohmann::json> sites_at(const nlohmann::json& document, const std::
 std::vector<std::string> files_in(const std::string& directory);
 
 std::string read_file(const std::string& path);
+
+// lines_wider_than() lists the lines of `text` longer than `columns` characters (UTF-8 aware).
+std::vector<std::string> lines_wider_than(const std::string& text, size_t columns);
 
 }  // namespace leakscope::testing
 

@@ -166,15 +166,7 @@ TEST(ReportCli, TextReportNamesTheLeakAndFitsOneHundredColumns) {
   ASSERT_NE(leaks, std::string::npos) << report.out;
   EXPECT_NE(report.out.find("#1 leak", leaks), std::string::npos);
   EXPECT_NE(report.out.find("at format_debug_trace", leaks), std::string::npos) << report.out;
-  size_t start = 0;
-  while (start < report.out.size()) {
-    size_t end = report.out.find('\n', start);
-    std::string line = report.out.substr(start, end - start);
-    size_t columns = 0;
-    for (unsigned char c : line) columns += (c & 0xc0) != 0x80;  // count UTF-8 characters
-    EXPECT_LE(columns, 100u) << line;
-    start = end + 1;
-  }
+  for (const std::string& line : lines_wider_than(report.out, 100)) ADD_FAILURE() << "wider than 100 columns: " << line;
   Outcome json = leakscope({"report", "--format", "json", file});
   nlohmann::json document = nlohmann::json::parse(json.out);
   EXPECT_EQ(document["sites"][0]["verdict"], "leak");

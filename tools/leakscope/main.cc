@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   CLI::App* run_verb = app.add_subcommand("run", "Run COMMAND under leakscope: leakscope run [options] -- COMMAND ARGS...");
   run_verb->add_option("-o,--output", run.output, "Stream file; %p = pid, %e = executable name")->capture_default_str();
   run_verb->add_option("--interval", run.interval, "Time between snapshots, e.g. 500ms, 2s (default 1s)");
-  run_verb->add_option("--depth", run.depth, "Frames kept per stack, 1..128 (default 32)")->check(CLI::Range(1, 128));
+  run_verb->add_option("--depth", run.depth, "Frames kept per stack, 1..128 (default 64)")->check(CLI::Range(1, 128));
   run_verb->add_option("--sample", run.sample, "0 records every allocation (default); BYTES (e.g. 512KiB) samples one per BYTES allocated on average");
   run_verb->add_flag("--no-follow-fork", run.no_follow_fork, "Do not track forked children");
   run_verb->add_flag("--no-follow-exec", run.no_follow_exec, "Do not track programs the command execs");

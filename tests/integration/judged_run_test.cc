@@ -1,0 +1,263 @@
+// `leakscope run` and `leakscope report` with their defaults on programs written as real services
+// and test binaries are: clean shutdowns that free everything, Python's teardown, runs of a few
+// seconds, bursts, late starts, realloc chains and growing vectors, caches beside memos, weights
+// and batch working sets. Each behaviour gets its verdict, its exact bytes and its first user frame.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace leakscope::testing {
+namespace {
+
+const char* const kPython = "/usr/bin/python3";
+
+struct Judged {
+  Outcome run;
+  nlohmann::json report;
+};
+
+// judge() runs the program under `leakscope run` and reads `leakscope report --format json`, both
+// with their default options (as a user would type them), and `extra` report options.
+Judged judge(const std::vector<std::string>& program, const std::vector<std::string>& extra = {}) {
+  std::string file = scratch_dir() + "/run.lsc";
+  std::vector<std::string> run{"run", "-o", file, "--"};
+  run.insert(run.end(), program.begin(), program.end());
+  Judged judged;
+  judged.run = leakscope(run);
+  EXPECT_EQ(judged.run.exit_code, 0) << judged.run.err;
+  std::vector<std::string> report{"report", "--format", "json", "--top", "1000", file};
+  report.insert(report.end(), extra.begin(), extra.end());
+  Outcome outcome = leakscope(report);
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  judged.report = nlohmann::json::parse(outcome.out.empty() ? "{}" : outcome.out);
+  return judged;
+}
+
+std::string user_function(const nlohmann::json& group) {
+  const nlohmann::json& frame = group["first_user_frame"];
+  return frame.is_object() && frame["function"].is_string() ? frame["function"].get<std::string>() : "";
+}
+
+// groups_named() lists the groups whose first user frame's function contains `text`.
+std::vector<nlohmann::json> groups_named(const nlohmann::json& document, const std::string& text) {
+  std::vector<nlohmann::json> found;
+  for (const auto& group : document["groups"]) {
+    if (user_function(group).find(text) != std::string::npos) found.push_back(group);
+  }
+  return found;
+}
+
+nlohmann::json group_named(const nlohmann::json& document, const std::string& text) {
+  std::vector<nlohmann::json> found = groups_named(document, text);
+  EXPECT_EQ(found.size(), 1u) << "groups named " << text;
+  return found.empty() ? nlohmann::json::object({{"verdict", "missing"}, {"parts", nlohmann::json::array()}}) : found[0];
+}
+
+// part_of() is the part of `group` of `domain` with the most bytes.
+nlohmann::json part_of(const nlohmann::json& group, const std::string& domain) {
+  for (const auto& part : group["parts"]) {
+    if (part["domain"] == domain) return part;
+  }
+  ADD_FAILURE() << "no " << domain << " part in " << group.dump(1);
+  return nlohmann::json::object({{"live_bytes", -1}, {"live_blocks", -1}});
+}
+
+int64_t parts_total(const nlohmann::json& group) {
+  int64_t total = 0;
+  for (const auto& part : group["parts"]) total += part["live_bytes"].get<int64_t>();
+  return total;
+}
+
+std::vector<std::string> leak_functions(const nlohmann::json& document) {
+  std::vector<std::string> functions;
+  for (const auto& group : document["groups"]) {
+    if (group["verdict"] == "leak") functions.push_back(user_function(group));
+  }
+  return functions;
+}
+
+bool python_has_torch() {
+  static const bool has = run_program({kPython, "-c", "import torch"}, {{"LD_PRELOAD", ""}}).exit_code == 0;
+  return has;
+}
+
+TEST(JudgedRun, CleanShutdownServerLeakIsJudgedBeforeTeardownAndShownFreedAtExit) {
+  Judged judged = judge({fixture("clean_shutdown_server"), "global", "500"});
+  ASSERT_EQ(judged.run.out, "sessions=125\n");
+  const nlohmann::json& document = judged.report;
+  EXPECT_NE(document["teardown"], nullptr);
+  nlohmann::json login = group_named(document, "Server::handle_login");
+  EXPECT_EQ(login["verdict"], "leak") << login["reason"];
+  // 125 sessions of 1024 bytes, and the vector that holds them (128 pointers).
+  EXPECT_EQ(login["live_bytes"], 125 * 1024 + 128 * 8);
+  EXPECT_EQ(login["live_blocks"], 126);
+  EXPECT_EQ(login["live_bytes"], parts_total(login));
+  EXPECT_EQ(login["freed_at_exit_bytes"], login["live_bytes"]) << "the clean shutdown frees all of it";
+  EXPECT_EQ(leak_functions(document), std::vector<std::string>{user_function(login)});
+}
+
+TEST(JudgedRun, ServerDestroyedAsMainReturnsStillShowsItsLeak) {
+  Judged judged = judge({fixture("clean_shutdown_server"), "local", "500"});
+  ASSERT_EQ(judged.run.out, "sessions=125\n");
+  nlohmann::json login = group_named(judged.report, "Server::handle_login");
+  EXPECT_EQ(login["verdict"], "leak") << login["reason"];
+  // Up to the snapshot before main returned: what the last epoch added may be missing.
+  int64_t blocks = login["live_blocks"].get<int64_t>() - 1;  // less the vector's buffer
+  EXPECT_GE(blocks, 60);
+  EXPECT_LE(blocks, 125);
+  EXPECT_EQ(login["freed_at_exit_bytes"], login["live_bytes"]);
+  EXPECT_EQ(leak_functions(judged.report), std::vector<std::string>{user_function(login)});
+}
+
+TEST(JudgedRun, FinalStateAfterACleanShutdownHoldsNoneOfTheLeak) {
+  std::string file = scratch_dir() + "/run.lsc";
+  ASSERT_EQ(leakscope({"run", "-o", file, "--", fixture("clean_shutdown_server"), "global", "200"}).exit_code, 0);
+  Outcome end = leakscope({"report", "--format", "json", "--top", "1000", "--at", "end", file});
+  ASSERT_EQ(end.exit_code, 0) << end.err;
+  EXPECT_TRUE(groups_named(nlohmann::json::parse(end.out), "Server::handle_login").empty());
+}
+
+TEST(JudgedRun, SteadyLeakInATwoSecondTestBinaryIsALeak) {
+  Judged judged = judge({fixture("steady_leak_ci"), "250"});
+  nlohmann::json parse = group_named(judged.report, "parse_record");
+  EXPECT_EQ(parse["verdict"], "leak") << parse["reason"];
+  EXPECT_EQ(parse["live_bytes"], 250 * 4096);
+  EXPECT_EQ(parse["live_blocks"], 250);
+  EXPECT_GT(parse["confidence"].get<double>(), 0.5);
+  EXPECT_EQ(leak_functions(judged.report), std::vector<std::string>{"parse_record"});
+}
+
+TEST(JudgedRun, LeakThatGrowsInBurstsIsALeak) {
+  Judged judged = judge({fixture("burst_leak"), "5", "200", "500"});
+  nlohmann::json rows = group_named(judged.report, "index_row");
+  EXPECT_EQ(rows["verdict"], "leak") << rows["reason"];
+  EXPECT_EQ(rows["live_bytes"], 1000 * 512);
+  EXPECT_EQ(rows["live_blocks"], 1000);
+  EXPECT_EQ(leak_functions(judged.report).size(), 1u);
+}
+
+TEST(JudgedRun, LeakThatStartsAfterAStartupRampIsALeakAndTheRampIsStartup) {
+  Judged judged = judge({fixture("late_leak_after_ramp"), "20000", "300"});
+  nlohmann::json traces = group_named(judged.report, "trace_request");
+  EXPECT_EQ(traces["verdict"], "leak") << traces["reason"];
+  EXPECT_EQ(traces["live_bytes"], 300 * 1536);
+  nlohmann::json vocabulary = group_named(judged.report, "load_vocabulary");
+  EXPECT_EQ(vocabulary["verdict"], "startup") << vocabulary["reason"];
+  EXPECT_EQ(leak_functions(judged.report).size(), 1u);
+}
+
+TEST(JudgedRun, ReallocChainThatKeepsGrowingIsALeak) {
+  Judged judged = judge({fixture("realloc_chain"), "16", "125"});
+  nlohmann::json lines = group_named(judged.report, "append_line");
+  EXPECT_EQ(lines["verdict"], "leak") << lines["reason"];
+  EXPECT_EQ(lines["live_bytes"], 16 * 125 * 1024);
+  EXPECT_EQ(lines["live_blocks"], 16);
+}
+
+TEST(JudgedRun, VectorThatKeepsGrowingIsALeak) {
+  Judged judged = judge({fixture("growing_vector"), "2500"});
+  ASSERT_EQ(judged.run.out, "events=2500 capacity=4096\n");
+  nlohmann::json log = group_named(judged.report, "record_event");
+  EXPECT_EQ(log["verdict"], "leak") << log["reason"];
+  EXPECT_EQ(log["live_bytes"], 4096 * 1024);
+  EXPECT_EQ(log["live_blocks"], 1);
+  EXPECT_EQ(leak_functions(judged.report).size(), 1u);
+}
+
+TEST(JudgedRun, BoundedLruIsACacheBesideAnUnboundedMemoThatLeaks) {
+  Judged judged = judge({fixture("lru_beside_memo"), "800"});
+  nlohmann::json memo = group_named(judged.report, "price_of");
+  EXPECT_EQ(memo["verdict"], "leak") << memo["reason"];
+  bool strings = false;
+  for (const auto& part : memo["parts"]) strings |= part["live_blocks"] == 800 && part["live_bytes"] == 800 * 1001;
+  EXPECT_TRUE(strings) << "800 memoized prices of 1001 bytes: " << memo["parts"].dump();
+  std::vector<nlohmann::json> pages = groups_named(judged.report, "PageCache::put");
+  ASSERT_FALSE(pages.empty());
+  bool page_strings = false;
+  for (const auto& group : pages) {
+    EXPECT_EQ(group["verdict"], "cache") << group["reason"];
+    for (const auto& part : group["parts"]) page_strings |= part["live_blocks"] == 100 && part["live_bytes"] == 100 * 3001;
+  }
+  EXPECT_TRUE(page_strings) << "the LRU holds its 100 pages of 3001 bytes";
+  EXPECT_EQ(leak_functions(judged.report).size(), 1u);
+}
+
+TEST(JudgedRun, StartupWeightsAreStartup) {
+  Judged judged = judge({fixture("startup_weights"), "8", "400"});
+  nlohmann::json weights = group_named(judged.report, "load_weights");
+  EXPECT_EQ(weights["verdict"], "startup") << weights["reason"];
+  EXPECT_EQ(weights["live_bytes"], 8 * (4 << 20));
+  EXPECT_EQ(weights["live_blocks"], 8);
+  EXPECT_TRUE(leak_functions(judged.report).empty());
+}
+
+TEST(JudgedRun, SawtoothWorkingSetOfBatchesIsACache) {
+  Judged judged = judge({fixture("sawtooth_batches"), "500", "20"});
+  nlohmann::json batch = group_named(judged.report, "enqueue");
+  EXPECT_EQ(batch["verdict"], "cache") << batch["reason"];
+  EXPECT_EQ(batch["live_bytes"].get<int64_t>() % 65536, 0);
+  EXPECT_TRUE(leak_functions(judged.report).empty());
+}
+
+TEST(JudgedRun, PythonServiceLeakingIntoAModuleDictIsALeakThatTeardownFrees) {
+  Judged judged = judge({kPython, fixture_source("module_dict_service.py"), "400"});
+  ASSERT_EQ(judged.run.out, "answered 400\n");
+  const nlohmann::json& document = judged.report;
+  // Judged where the interpreter begins to finalize, before it frees the module's globals.
+  EXPECT_EQ(document["snapshot"], document["teardown_snapshot"]);
+  // bytes(8000) is one malloc of 8000 + 33 bytes (the bytes object's header).
+  bool found = false;
+  for (const auto& site : document["sites"]) {
+    if (site["live_blocks"] != 400 || site["live_bytes"] != 400 * 8033) continue;
+    found = true;
+    EXPECT_EQ(site["verdict"], "leak") << site["reason"];
+    EXPECT_EQ(site["freed_at_exit_bytes"], site["live_bytes"]);
+  }
+  EXPECT_TRUE(found) << "a site of the 400 kept bytes objects";
+}
+
+TEST(JudgedRun, TorchLeakAfterImportTorchInAShortRunIsALeak) {
+  if (!python_has_torch()) GTEST_SKIP() << "python3-torch is not installed (scripts/install_deps.sh installs it)";
+  Judged judged = judge({kPython, fixture_source("torch_leak_after_import.py"), "200"});
+  ASSERT_EQ(judged.run.out, "kept 200\n");
+  bool found = false;
+  for (const auto& site : judged.report["sites"]) {
+    if (site["domain"] != "c10_cpu" || site["live_bytes"] != 200 * 256 * 256 * 4) continue;
+    found = true;
+    EXPECT_EQ(site["verdict"], "leak") << site["reason"];
+    EXPECT_EQ(site["live_blocks"], 200);
+    EXPECT_EQ(site["freed_at_exit_bytes"], site["live_bytes"]);
+  }
+  EXPECT_TRUE(found) << "a c10_cpu site of the 200 kept tensors";
+}
+
+TEST(JudgedRun, LibtorchModulesKeptUntilMainReturnsAreOneLeakOfTheLoadingFunction) {
+  if (!LEAKSCOPE_HAVE_LIBTORCH) GTEST_SKIP() << "libtorch is not installed (scripts/install_deps.sh installs it)";
+  if (!python_has_torch()) GTEST_SKIP() << "python3-torch is not installed (it writes the model)";
+  std::string model = scratch_dir() + "/model.pt";
+  Outcome made = run_program({kPython, fixture_source("make_torchscript_model.py"), model}, {{"LD_PRELOAD", ""}});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  Judged judged = judge({fixture("torch_keeps_modules"), model, "30"}, {"--min-bytes", "64KiB"});
+  ASSERT_EQ(judged.run.out, "versions=30\n");
+  nlohmann::json loads = group_named(judged.report, "load_version");
+  EXPECT_EQ(loads["verdict"], "leak") << loads["reason"];
+  // Each version holds its 265 418 float parameters in 6 tensors; the group adds the storage to
+  // the TensorImpls and the module's other blocks, all from the one call.
+  nlohmann::json storage = part_of(loads, "c10_cpu");
+  constexpr int64_t kWeights = 265418 * 4;
+  int64_t versions = storage["live_bytes"].get<int64_t>() / kWeights;
+  EXPECT_EQ(storage["live_bytes"].get<int64_t>(), versions * kWeights);
+  EXPECT_EQ(storage["live_blocks"].get<int64_t>(), versions * 6);
+  EXPECT_GE(versions, 10);
+  EXPECT_LE(versions, 30);
+  EXPECT_EQ(loads["live_bytes"], parts_total(loads));
+  EXPECT_GT(loads["parts"].size(), 1u);
+  EXPECT_GT(loads["freed_at_exit_bytes"].get<int64_t>(), storage["live_bytes"].get<int64_t>() / 2);
+  for (const std::string& function : leak_functions(judged.report)) {
+    EXPECT_TRUE(function.find("load_version") != std::string::npos || function.find("serve_once") != std::string::npos)
+        << function << " called a leak";
+  }
+}
+
+}  // namespace
+}  // namespace leakscope::testing
