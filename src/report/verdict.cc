@@ -195,7 +195,9 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
   }
   bool flat = recent_high - recent_low <= kMaxFlatRange * peak;
   bool old = judgement.median_birth_fraction <= kOldBirth;
-  if (flat && old && judgement.turnover < kMinTurnover && !(decided.growing && still_rising)) {
+  // Growth that has not stopped, significant or not, is no resident's.
+  bool rose = floor.back().value - floor.front().value >= kMinRelativeGrowth * peak;
+  if (flat && old && judgement.turnover < kMinTurnover && !(rose && still_rising)) {
     judgement.verdict = Verdict::kStartup;
     double age = clamp01(1.5 - judgement.median_birth_fraction / kOldBirth);
     double stillness = clamp01(1.5 - (recent_high - recent_low) / (kMaxFlatRange * std::max(peak, 1.0)));

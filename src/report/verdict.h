@@ -17,8 +17,9 @@
 //   cache    not a leak, and bounded with turnover: the recent window's (the last quarter of the
 //            series) median stays within kMaxPlateauRise of the peak of everything before it,
 //            while at least kMinTurnover of its live bytes were born within it.
-//   startup  not a leak nor a cache: flat over the recent window, little born in it, and half of
-//            the live bytes born in the first half of the run (kOldBirth).
+//   startup  not a leak nor a cache: flat over the recent window, little born in it, half of the
+//            live bytes born in the first half of the run (kOldBirth), and not still rising after
+//            a rise of its floor by kMinRelativeGrowth of its peak.
 //   unknown  anything else, with the reason and what would tell.
 #ifndef LEAKSCOPE_REPORT_VERDICT_H_
 #define LEAKSCOPE_REPORT_VERDICT_H_

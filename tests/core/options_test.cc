@@ -23,7 +23,7 @@ TEST(Options, DefaultsAreTheDocumentedOnes) {
   EXPECT_TRUE(options.enabled);
   EXPECT_STREQ(options.output.text, "leakscope.%p.lsc");
   EXPECT_EQ(options.interval, 1000000000ull);
-  EXPECT_EQ(options.depth, 32);
+  EXPECT_EQ(options.depth, 64);
   EXPECT_TRUE(options.follow_fork);
   EXPECT_TRUE(options.follow_exec);
 }

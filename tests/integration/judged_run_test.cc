@@ -237,8 +237,10 @@ TEST(JudgedRun, LibtorchModulesKeptUntilMainReturnsAreOneLeakOfTheLoadingFunctio
   std::string model = scratch_dir() + "/model.pt";
   Outcome made = run_program({kPython, fixture_source("make_torchscript_model.py"), model}, {{"LD_PRELOAD", ""}});
   ASSERT_EQ(made.exit_code, 0) << made.err;
-  Judged judged = judge({fixture("torch_keeps_modules"), model, "30"}, {"--min-bytes", "64KiB"});
-  ASSERT_EQ(judged.run.out, "versions=30\n");
+  // libtorch's first snapshot writes some 200 000 stacks (seconds on a loaded machine); 60 versions
+  // leave enough snapshots after it to judge.
+  Judged judged = judge({fixture("torch_keeps_modules"), model, "60"}, {"--min-bytes", "64KiB"});
+  ASSERT_EQ(judged.run.out, "versions=60\n");
   nlohmann::json loads = group_named(judged.report, "load_version");
   EXPECT_EQ(loads["verdict"], "leak") << loads["reason"];
   // Each version holds its 265 418 float parameters in 6 tensors; the group adds the storage to
@@ -248,8 +250,8 @@ TEST(JudgedRun, LibtorchModulesKeptUntilMainReturnsAreOneLeakOfTheLoadingFunctio
   int64_t versions = storage["live_bytes"].get<int64_t>() / kWeights;
   EXPECT_EQ(storage["live_bytes"].get<int64_t>(), versions * kWeights);
   EXPECT_EQ(storage["live_blocks"].get<int64_t>(), versions * 6);
-  EXPECT_GE(versions, 10);
-  EXPECT_LE(versions, 30);
+  EXPECT_GE(versions, 20);
+  EXPECT_LE(versions, 60);
   EXPECT_EQ(loads["live_bytes"], parts_total(loads));
   EXPECT_GT(loads["parts"].size(), 1u);
   EXPECT_GT(loads["freed_at_exit_bytes"].get<int64_t>(), storage["live_bytes"].get<int64_t>() / 2);
