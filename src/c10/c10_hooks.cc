@@ -5,7 +5,7 @@
 // libc10 calls these through its PLT, so the definitions here win once the preload is first in
 // symbol order. Each always chains to the real function (PyTorch's own profiler keeps working).
 //
-// Accounting is disjoint: the guard is held across the real alloc_cpu, so the posix_memalign
+// Accounting is disjoint: the real alloc_cpu runs as an allocator call, so the posix_memalign
 // inside it is not recorded again as heap. Heap and c10_cpu are shown side by side and summing
 // them never counts a byte twice.
 #include <dlfcn.h>
@@ -18,6 +18,7 @@
 
 #include "core/recorder.h"
 #include "core/runtime.h"
+#include "interpose/hook_guard.h"
 #include "core/sys.h"
 
 namespace leakscope::internal {
@@ -91,13 +92,13 @@ void report_unresolved(const char* symbol) {
 
 void record_device_block(void* pointer, int64_t size, C10Device device) {
   if (device.type == kC10DeviceCpu || pointer == nullptr || size == 0) return;  // CPU: alloc_cpu saw it
-  if (!hook_begin()) return;
+  if (!hook_should_record()) return;
+  Bookkeeping record;
   if (size > 0) {
     recorder_alloc(Domain::kC10Cuda, pointer, static_cast<size_t>(size));
   } else {
     recorder_free(pointer);
   }
-  hook_end();
 }
 
 }  // namespace
@@ -120,19 +121,28 @@ void* leakscope_c10_alloc_cpu(size_t bytes) {
     void* block = nullptr;
     return posix_memalign(&block, 64, bytes == 0 ? 1 : bytes) == 0 ? block : nullptr;
   };
-  if (!hook_begin()) return call();
-  void* block = call();
-  if (block != nullptr) recorder_alloc(Domain::kC10Cpu, block, bytes);
-  hook_end();
+  if (!hook_should_record()) return call();
+  void* block;
+  {
+    AllocatorCall inside;
+    block = call();
+  }
+  if (block != nullptr) {
+    Bookkeeping record;
+    recorder_alloc(Domain::kC10Cpu, block, bytes);
+  }
   return block;
 }
 
 void leakscope_c10_free_cpu(void* data) {
   auto real = reinterpret_cast<FreeCpu>(resolve(kFreeCpu, &g_free_cpu));
-  if (hook_begin()) {
-    if (data != nullptr) recorder_free(data);  // before the real free, as for free()
+  if (data != nullptr && hook_should_record()) {
+    {
+      Bookkeeping record;
+      recorder_free(data);  // before the real free, as for free()
+    }
+    AllocatorCall inside;
     real != nullptr ? real(data) : free(data);
-    hook_end();
     return;
   }
   real != nullptr ? real(data) : free(data);

@@ -18,26 +18,24 @@ using namespace leakscope::internal;
 
 LS_EXPORT int leakscope_task_begin(const char* name, uint64_t id) {
   if (!tracking()) return -1;
-  ++leakscope_tls_hook_depth;
+  Bookkeeping bookkeeping;
   ThreadState* thread = thread_current();
   if (thread != nullptr) {
     if (thread->task_depth < kMaxTaskDepth) thread->tasks[thread->task_depth] = task_intern(name, id);
     ++thread->task_depth;
   }
-  --leakscope_tls_hook_depth;
   return thread != nullptr ? 0 : -1;
 }
 
 LS_EXPORT int leakscope_task_end(void) {
   if (!tracking()) return -1;
-  ++leakscope_tls_hook_depth;
+  Bookkeeping bookkeeping;
   ThreadState* thread = thread_current();
   int result = -1;
   if (thread != nullptr && thread->task_depth > 0) {
     --thread->task_depth;
     result = 0;
   }
-  --leakscope_tls_hook_depth;
   return result;
 }
 

@@ -1,8 +1,8 @@
 // File: recorder.h
 //
 // The record step of every hook: turn "this call returned that block" into table entries and
-// counters tagged with the (thread, task, stack) triple. Hooks call these between hook_begin()
-// and hook_end() (runtime.h), so anything the recorder itself triggers is never recorded.
+// counters tagged with the (thread, task, stack) triple. Hooks call these inside a Bookkeeping
+// scope (runtime.h), so anything the recorder itself triggers is never recorded.
 //
 // Cost budget of recorder_alloc(): one stack capture (libunwind, ~0.5 us for 20 frames), one
 // lock-free depot lookup, a per-thread triple cache hit, two relaxed atomic adds and one insert
@@ -28,7 +28,7 @@ namespace leakscope::internal {
 // recorder_skips_alloc() is true when this allocation of `size` bytes is not to be recorded (its
 // bytes are then counted against the thread's sampling gap); false sends it down the full path.
 LS_ALWAYS_INLINE bool recorder_skips_alloc(size_t size) {
-  if (!sampler_enabled() || leakscope_tls_hook_depth != 0) return false;
+  if (!sampler_enabled() || (leakscope_tls_hook_depth | leakscope_tls_allocator_depth) != 0) return false;
   ThreadState* thread = thread_current_if_registered();
   return thread != nullptr && sampler_skip(thread, size);
 }

@@ -16,7 +16,6 @@
 #include "core/interval_map.h"
 #include "core/module_map.h"
 #include "core/recorder.h"
-#include "core/interpreter.h"
 #include "core/sampler.h"
 #include "core/snapshot_schedule.h"
 #include "core/snapshot_writer.h"
@@ -27,10 +26,10 @@
 #include "core/task_registry.h"
 #include "core/thread_registry.h"
 #include "core/triple_registry.h"
-#include "interpose/real_functions.h"
-#include "interpose/signal_hooks.h"
 
 __thread int leakscope_tls_hook_depth __attribute__((tls_model("initial-exec"), visibility("hidden"))) = 0;
+__thread int leakscope_tls_allocator_depth __attribute__((tls_model("initial-exec"), visibility("hidden"))) = 0;
+__thread int leakscope_tls_held_signal __attribute__((tls_model("initial-exec"), visibility("hidden"))) = 0;
 
 namespace leakscope::internal {
 
@@ -52,7 +51,18 @@ pid_t g_pid = 0;
 char g_output_path[kMaxPathLength];
 std::atomic<bool> g_disable_reported{false};
 
-int g_writer_wake = 0;  // futex word: becomes 1 to stop the writer thread
+// The writer thread sleeps on g_writer_wake, which becomes 1 when the final snapshot is asked of
+// it; g_final_state goes 0 (none) -> 1 (asked) -> 2 (written or given up) and is waited on.
+int g_writer_wake = 0;
+int g_final_state = 0;
+SnapshotReason g_final_reason = SnapshotReason::kExit;
+int g_final_signal = 0;
+bool g_writer_running = false;
+pid_t g_writer_tid = 0;
+
+// How long an exit or a dying thread waits for the writer's final snapshot: long enough for a
+// process with a million stacks, short enough that a stuck writer never keeps a crash waiting.
+constexpr uint64_t kFinalSnapshotWaitNs = 10ull * 1000 * 1000 * 1000;
 
 void report(const char* prefix, const char* text) {
   char line[2 * kMaxPathLength + 512];
@@ -198,8 +208,18 @@ int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final) 
   return 0;
 }
 
+// write_final_snapshot() writes the final snapshot once and stops tracking; the caller is the
+// writer thread, or the thread ending the process when there is no writer.
+void write_final_snapshot(SnapshotReason reason, int signal_number) {
+  g_snapshot_lock.lock();
+  write_snapshot_locked(reason, signal_number, true);
+  g_snapshot_lock.unlock();
+  g_runtime_state.store(kDisabled, std::memory_order_release);
+}
+
 void* writer_main(void*) {
   leakscope_tls_hook_depth = 1;  // the writer's own libc calls are never the program's
+  g_writer_tid = sys::get_tid();
   prctl(PR_SET_NAME, "leakscope", 0, 0, 0);
   uint64_t interval = g_options.interval;
   uint64_t start = sys::monotonic_ns();
@@ -218,30 +238,56 @@ void* writer_main(void*) {
     next += length;
     if (next <= done) next = done + length;  // a slow snapshot skips ticks rather than bursting
   }
+  write_final_snapshot(g_final_reason, g_final_signal);
+  __atomic_store_n(&g_final_state, 2, __ATOMIC_RELEASE);
+  sys::futex_wake(&g_final_state);
   return nullptr;
 }
 
 void start_writer_thread() {
   __atomic_store_n(&g_writer_wake, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_final_state, 0, __ATOMIC_RELEASE);
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &previous);  // the program's signals never land on our thread
   pthread_t thread;
-  bool started = pthread_create(&thread, nullptr, writer_main, nullptr) == 0;
+  g_writer_running = pthread_create(&thread, nullptr, writer_main, nullptr) == 0;
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  if (started) {
+  if (g_writer_running) {
     pthread_detach(thread);
   } else {
     report("warning: ", "no writer thread; snapshots only at exit and on request");
   }
 }
 
-void stop_writer_thread() {
-  __atomic_store_n(&g_writer_wake, 1, __ATOMIC_RELEASE);
-  sys::futex_wake(&g_writer_wake);
+// finish() has the final snapshot written, once per process, and returns when it is on disk or
+// after kFinalSnapshotWaitNs. The writer thread writes it on its own stack, so the caller may be a
+// signal handler on a small alternate stack, or a thread holding locks the snapshot never needs;
+// without a writer (it could not be started) the caller writes it. Async-signal-safe.
+void finish(SnapshotReason reason, int signal_number) {
+  if (!g_writer_running || sys::get_tid() == g_writer_tid) {
+    if (__atomic_exchange_n(&g_final_state, 1, __ATOMIC_ACQ_REL) == 0 && g_snapshot_lock.try_lock_for(2000)) {
+      write_snapshot_locked(reason, signal_number, true);
+      g_snapshot_lock.unlock();
+      g_runtime_state.store(kDisabled, std::memory_order_release);
+    }
+    return;
+  }
+  int expected = 0;
+  if (__atomic_compare_exchange_n(&g_final_state, &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    g_final_reason = reason;
+    g_final_signal = signal_number;
+    __atomic_store_n(&g_writer_wake, 1, __ATOMIC_RELEASE);
+    sys::futex_wake(&g_writer_wake);
+  }
+  uint64_t deadline = sys::monotonic_ns() + kFinalSnapshotWaitNs;
+  for (uint64_t now = sys::monotonic_ns(); __atomic_load_n(&g_final_state, __ATOMIC_ACQUIRE) != 2 && now < deadline;
+       now = sys::monotonic_ns()) {
+    sys::futex_wait(&g_final_state, 1, deadline - now);
+  }
 }
 
-void before_fork() {
+void fork_prepare() {
   ++leakscope_tls_hook_depth;
   g_snapshot_lock.lock();
   module_map_before_fork();
@@ -254,7 +300,7 @@ void before_fork() {
   internal_alloc_before_fork();
 }
 
-void after_fork_parent() {
+void fork_parent() {
   internal_alloc_after_fork_parent();
   alloc_table_after_fork_parent();
   interval_map_after_fork_parent();
@@ -267,7 +313,7 @@ void after_fork_parent() {
   --leakscope_tls_hook_depth;
 }
 
-void after_fork_child() {
+void fork_child() {
   internal_alloc_after_fork_child();
   alloc_table_after_fork_child();
   interval_map_after_fork_child();
@@ -282,6 +328,8 @@ void after_fork_child() {
   g_pid = sys::get_pid();
   g_teardown_marked.store(false, std::memory_order_relaxed);
   g_exec_pending.store(false, std::memory_order_relaxed);
+  g_writer_running = false;  // the parent's writer thread does not exist here
+  g_writer_tid = 0;
   if (g_runtime_state.load(std::memory_order_relaxed) == kActive && !g_final_written) {
     int parent_fd = snapshot_writer_fd();
     if (parent_fd >= 0) sys::close_file(parent_fd);
@@ -302,45 +350,9 @@ bool init_tables(char* error, size_t size) {
   return true;
 }
 
-// start() runs from the library constructor, after init.
-__attribute__((constructor)) void start() {
-  runtime_init();
-  if (g_runtime_state.load(std::memory_order_acquire) != kActive) return;
-  ++leakscope_tls_hook_depth;
-  g_pid = sys::get_pid();
-  bool descendant = getenv(kLineageVariable) != nullptr;
-  if (!descendant) {
-    char pid_text[32];
-    snprintf(pid_text, sizeof(pid_text), "%d", g_pid);
-    setenv(kLineageVariable, pid_text, 1);
-  }
-  if (!g_options.follow_exec) remove_self_from_preload();
-  if (open_stream(descendant, descendant ? sys::get_ppid() : 0, sys::monotonic_ns())) {
-    interpreter_attach(nullptr);
-    if (g_options.signal_snapshot) signal_hooks_install();
-    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-    start_writer_thread();
-  }
-  --leakscope_tls_hook_depth;
-}
-
-__attribute__((destructor)) void stop() { runtime_finish(SnapshotReason::kExit); }
-
 }  // namespace
 
-bool hook_begin_slow() {
-  if (leakscope_tls_hook_depth != 0) return false;
-  int state = g_runtime_state.load(std::memory_order_acquire);
-  if (state == kUninitialized || state == kInitializing) {
-    runtime_init();
-    state = g_runtime_state.load(std::memory_order_acquire);
-  }
-  if (state != kActive) return false;
-  ++leakscope_tls_hook_depth;
-  return true;
-}
-
-void runtime_init() {
+void runtime_init(RealFunctionResolver resolve_real_functions) {
   int expected = kUninitialized;
   if (!g_runtime_state.compare_exchange_strong(expected, kInitializing, std::memory_order_acq_rel)) {
     // Another thread is initializing (this one cannot be: it would be inside a hook).
@@ -349,7 +361,7 @@ void runtime_init() {
   }
   ++leakscope_tls_hook_depth;
   char error[kMaxPathLength + 256];
-  bool ok = real_functions_resolve(error, sizeof(error));
+  bool ok = resolve_real_functions(error, sizeof(error));
   options_set_defaults(&g_options);
   ok = ok && options_parse(getenv("LEAKSCOPE_OPTIONS"), &g_options, error, sizeof(error));
   if (ok && g_options.help) sys::write_stderr(options_help_text());
@@ -372,59 +384,74 @@ void runtime_init() {
   --leakscope_tls_hook_depth;
 }
 
+bool runtime_start() {
+  if (g_runtime_state.load(std::memory_order_acquire) != kActive) return false;
+  Bookkeeping bookkeeping;
+  g_pid = sys::get_pid();
+  bool descendant = getenv(kLineageVariable) != nullptr;
+  if (!descendant) {
+    char pid_text[32];
+    snprintf(pid_text, sizeof(pid_text), "%d", g_pid);
+    setenv(kLineageVariable, pid_text, 1);
+  }
+  if (!g_options.follow_exec) remove_self_from_preload();
+  if (!open_stream(descendant, descendant ? sys::get_ppid() : 0, sys::monotonic_ns())) return false;
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  start_writer_thread();
+  return true;
+}
+
+const Options& runtime_options() { return g_options; }
+
+void runtime_after_bookkeeping_slow() {
+  int signal_number = leakscope_tls_held_signal;
+  leakscope_tls_held_signal = 0;
+  runtime_fatal_signal_snapshot(signal_number);
+  // The handler that held it was leakscope's (the program had none): end as the default would.
+  sys::reset_signal_to_default(signal_number);
+  sys::signal_thread(sys::get_tid(), signal_number);
+}
+
 int runtime_snapshot_now() {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive) return -1;
-  ++leakscope_tls_hook_depth;
+  Bookkeeping bookkeeping;
   g_snapshot_lock.lock();
   int result = write_snapshot_locked(SnapshotReason::kOnDemand, 0, false);
   g_snapshot_lock.unlock();
-  --leakscope_tls_hook_depth;
   return result;
 }
 
 void runtime_finish(SnapshotReason reason) {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return;
-  ++leakscope_tls_hook_depth;
-  stop_writer_thread();
-  g_snapshot_lock.lock();
-  write_snapshot_locked(reason, 0, true);
-  g_snapshot_lock.unlock();
-  g_runtime_state.store(kDisabled, std::memory_order_release);
-  --leakscope_tls_hook_depth;
+  Bookkeeping bookkeeping;
+  finish(reason, 0);
 }
 
 void runtime_mark_teardown(SnapshotReason reason) {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return;
   if (g_teardown_marked.exchange(true, std::memory_order_acq_rel)) return;
   g_teardown_word.store(nullptr, std::memory_order_relaxed);
-  ++leakscope_tls_hook_depth;
+  Bookkeeping bookkeeping;
   g_snapshot_lock.lock();
   write_snapshot_locked(reason, 0, false);
   g_snapshot_lock.unlock();
-  --leakscope_tls_hook_depth;
 }
 
 void runtime_before_exec() {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return;
-  ++leakscope_tls_hook_depth;
+  Bookkeeping bookkeeping;
   g_snapshot_lock.lock();
   g_exec_pending.store(true, std::memory_order_release);
   write_snapshot_locked(SnapshotReason::kExec, 0, false);
   g_snapshot_lock.unlock();
-  --leakscope_tls_hook_depth;
 }
 
 void runtime_exec_failed() { g_exec_pending.store(false, std::memory_order_release); }
 
 void runtime_fatal_signal_snapshot(int signal_number) {
-  // Interrupted inside the runtime: it may hold any of our locks, so writing could deadlock.
-  if (leakscope_tls_hook_depth != 0) return;
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return;
-  ++leakscope_tls_hook_depth;
-  if (g_snapshot_lock.try_lock_for(2000)) {
-    write_snapshot_locked(SnapshotReason::kSignal, signal_number, true);
-    g_snapshot_lock.unlock();
-  }
+  ++leakscope_tls_hook_depth;  // not a Bookkeeping scope: a held signal must not be delivered from here
+  finish(SnapshotReason::kSignal, signal_number);
   --leakscope_tls_hook_depth;
 }
 

@@ -1,12 +1,14 @@
 // File: runtime.h
 //
-// The runtime's life cycle (init, start, fork, exit) and the guard every hook passes first.
+// The runtime's state and operations (init, start, snapshots, teardown, exec, the final snapshot,
+// fork), the depths every hook's guard reads, and the scopes that set them. The interposition
+// layer (src/interpose/process_hooks.cc) drives the life cycle; nothing here calls into it.
 //
 // Order of init (runtime_init, on the first hook call or the library constructor, whichever
 // comes first): resolve the real functions, parse LEAKSCOPE_OPTIONS, set up the tables and the
 // unwinder, read the module map. Start (runtime_start, from the constructor): open the output,
-// write the process frame, install fatal-signal snapshots and fork handlers, start the writer
-// thread. Allocations made before start are recorded and appear in the first snapshot.
+// write the process frame, register the fork handlers, start the writer thread. Allocations made
+// before start are recorded and appear in the first snapshot.
 #ifndef LEAKSCOPE_CORE_RUNTIME_H_
 #define LEAKSCOPE_CORE_RUNTIME_H_
 
@@ -18,9 +20,19 @@
 #include "core/stream_format.h"
 #include "core/types.h"
 
-// Depth of leakscope frames on this thread's stack. Non-zero means: inside the runtime, so any
-// allocation now is the runtime's own or the real allocator's, and is passed straight through.
+// Depth of leakscope's own bookkeeping on this thread's stack: a hook's record step, a snapshot,
+// init. Non-zero means any allocation now is the runtime's own or one libc makes on its behalf
+// (dlsym, pthread_create), and is passed straight through.
 extern __thread int leakscope_tls_hook_depth __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+// Depth of real allocator calls that hooks make on this thread (the real malloc, operator new,
+// alloc_cpu). Non-zero means an allocation or mapping now is the allocator's own work for the
+// outer hook, which counts it (libstdc++'s operator new calling malloc, c10's alloc_cpu calling
+// posix_memalign, jemalloc mapping an arena), and is passed straight through.
+extern __thread int leakscope_tls_allocator_depth __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+// A fatal signal held back on this thread until its bookkeeping ends (signal_hooks.cc); 0 when none.
+extern __thread int leakscope_tls_held_signal __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 namespace leakscope::internal {
 
@@ -33,24 +45,46 @@ enum RuntimeState : int {
 
 extern std::atomic<int> g_runtime_state;
 
-// hook_begin_slow() handles every case but "active and not nested": runs init on first use.
-bool hook_begin_slow();
+// runtime_after_bookkeeping_slow() delivers a fatal signal that arrived while this thread was in
+// leakscope's bookkeeping and was held until it left (signal_hooks.cc).
+void runtime_after_bookkeeping_slow();
 
-// hook_begin() is a hook's guard step: true means record this call, and the caller must call
-// hook_end() after the record step. False means pass the call straight through.
-LS_ALWAYS_INLINE bool hook_begin() {
-  if (LS_LIKELY(leakscope_tls_hook_depth == 0 &&
-                g_runtime_state.load(std::memory_order_relaxed) == kActive)) {
-    ++leakscope_tls_hook_depth;
-    return true;
+// Bookkeeping is the scope of leakscope's own work on a thread: a hook's record step, a snapshot,
+// a C API call. Leaving the outermost one delivers a fatal signal held meanwhile.
+class Bookkeeping {
+ public:
+  LS_ALWAYS_INLINE Bookkeeping() { ++leakscope_tls_hook_depth; }
+  LS_ALWAYS_INLINE ~Bookkeeping() {
+    if (--leakscope_tls_hook_depth == 0 && LS_UNLIKELY(leakscope_tls_held_signal != 0)) runtime_after_bookkeeping_slow();
   }
-  return hook_begin_slow();
-}
+  Bookkeeping(const Bookkeeping&) = delete;
+  Bookkeeping& operator=(const Bookkeeping&) = delete;
+};
 
-LS_ALWAYS_INLINE void hook_end() { --leakscope_tls_hook_depth; }
+// AllocatorCall is the scope of a hook's call to the real allocator function.
+class AllocatorCall {
+ public:
+  LS_ALWAYS_INLINE AllocatorCall() { ++leakscope_tls_allocator_depth; }
+  LS_ALWAYS_INLINE ~AllocatorCall() { --leakscope_tls_allocator_depth; }
+  AllocatorCall(const AllocatorCall&) = delete;
+  AllocatorCall& operator=(const AllocatorCall&) = delete;
+};
 
-// runtime_init() runs the init steps once; other threads wait for it. Thread-safe.
-void runtime_init();
+// A function that finds the real functions leakscope stands in front of (dlsym(RTLD_NEXT)); on a
+// missing required one it writes the reason and returns false.
+using RealFunctionResolver = bool (*)(char* error, size_t size);
+
+// runtime_init() runs the init steps once, resolving the real functions first; other threads
+// wait for it. Thread-safe.
+void runtime_init(RealFunctionResolver resolve_real_functions);
+
+// runtime_start() opens the stream, writes the process frame, registers the fork handlers and
+// starts the writer thread; false when tracking is off or could not start. From the library
+// constructor, once.
+bool runtime_start();
+
+// runtime_options() are the effective options (valid after init).
+const Options& runtime_options();
 
 // runtime_snapshot_now() writes a snapshot now; 0 on success, -1 when not tracking or on error.
 int runtime_snapshot_now();
@@ -85,8 +119,10 @@ LS_ALWAYS_INLINE void runtime_poll_teardown() {
 void runtime_before_exec();
 void runtime_exec_failed();
 
-// runtime_fatal_signal_snapshot() writes a final snapshot from a fatal-signal handler if it can
-// do so without waiting on a lock this thread might hold. Async-signal-aware.
+// runtime_fatal_signal_snapshot() writes the final snapshot from a fatal-signal handler. The
+// writer thread writes it, on its own stack, while the handler waits a bounded time, so neither the
+// interrupted stack (a small alternate signal stack) nor a lock the interrupted code holds is
+// needed. Async-signal-safe.
 void runtime_fatal_signal_snapshot(int signal_number);
 
 // runtime_disable() prints "leakscope: tracking disabled: <reason>" once and stops tracking.

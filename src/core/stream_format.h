@@ -56,6 +56,7 @@ enum class SnapshotReason : uint32_t {
   kUnderscoreExit = 5,  // the final one at _exit() or _Exit(): no atexit handler or destructor ran
   kExec = 6,            // the last one before exec replaces the program (not final: exec may fail)
   kMainReturned = 7,    // teardown begins at main's return: main's own locals are already destroyed
+  kQuickExit = 8,       // the final one at quick_exit(): at_quick_exit handlers run after it
 };
 
 // A varint takes at most this many bytes.

@@ -93,6 +93,16 @@ pid_t get_pid() { return static_cast<pid_t>(syscall(SYS_getpid)); }
 pid_t get_ppid() { return static_cast<pid_t>(syscall(SYS_getppid)); }
 pid_t get_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
+int reset_signal_to_default(int signal_number) {
+  struct KernelSigaction {  // the kernel's layout, not glibc's
+    void* handler;
+    unsigned long flags;
+    void* restorer;
+    uint64_t mask;
+  } action = {};            // SIG_DFL, no flags, empty mask
+  return static_cast<int>(checked(syscall(SYS_rt_sigaction, signal_number, &action, nullptr, sizeof(action.mask))));
+}
+
 int signal_thread(pid_t tid, int signal_number) {
   return static_cast<int>(checked(syscall(SYS_tgkill, get_pid(), tid, signal_number)));
 }

@@ -20,10 +20,10 @@ std::atomic<bool> g_deepbind_reported{false};
 // refresh_modules() records the module map after a dlopen (`handle`: what it returned) or a
 // dlclose (nullptr); a library dlopen'd late may bring an interpreter along.
 void refresh_modules(void* handle) {
-  if (!hook_begin()) return;
+  if (!hook_should_record()) return;
+  Bookkeeping bookkeeping;
   module_map_refresh(epoch_current(), false);
   if (handle != nullptr) interpreter_attach(handle);
-  hook_end();
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Handlers for the malloc family (domain heap). operator new/delete reach these through
-// libstdc++'s calls to malloc and free.
+// Handlers for the malloc family (domain heap). operator new and delete have handlers of their
+// own (new_hooks.cc); the malloc that libstdc++'s operator new makes inside them passes through.
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,10 +18,16 @@ constexpr size_t kMinAlignment = 16;
 // `call` must cope with g_real not being resolved yet (it then serves from the bootstrap pool).
 template <typename Call>
 LS_ALWAYS_INLINE void* allocate_recorded(size_t size, Call&& call) {
-  if (recorder_skips_alloc(size) || !hook_begin()) return call();
-  void* result = call();
-  if (result != nullptr) recorder_alloc(Domain::kHeap, result, size);
-  hook_end();
+  if (recorder_skips_alloc(size) || !hook_should_record()) return call();
+  void* result;
+  {
+    AllocatorCall inside;
+    result = call();
+  }
+  if (result != nullptr) {
+    Bookkeeping record;
+    recorder_alloc(Domain::kHeap, result, size);
+  }
   return result;
 }
 
@@ -31,18 +37,26 @@ template <typename Call>
 LS_ALWAYS_INLINE void* resize_recorded(void* pointer, size_t size, Call&& call) {
   // Sampled mode: neither the old block nor the new one is recorded.
   if ((pointer == nullptr || recorder_skips_free(pointer)) && recorder_skips_alloc(size)) return call();
-  if (!hook_begin()) return call();
+  if (!hook_should_record()) return call();
   AllocRecord taken;
-  bool tracked = pointer != nullptr && recorder_take(pointer, &taken);
-  void* result = call();
+  bool tracked;
+  {
+    Bookkeeping record;
+    tracked = pointer != nullptr && recorder_take(pointer, &taken);
+  }
+  void* result;
+  {
+    AllocatorCall inside;
+    result = call();
+  }
   bool failed = result == nullptr && size != 0 && pointer != nullptr;
+  Bookkeeping record;
   if (failed) {
     if (tracked) recorder_restore(taken);
   } else {
     if (tracked) recorder_count_freed(taken);
     if (result != nullptr) recorder_alloc(Domain::kHeap, result, size);
   }
-  hook_end();
   return result;
 }
 
@@ -71,10 +85,13 @@ void* handle_malloc(size_t size) {
 
 void handle_free(void* pointer) {
   if (pointer == nullptr || bootstrap_owns(pointer)) return;
-  if (recorder_skips_free(pointer) || !hook_begin()) return g_real.free(pointer);
-  recorder_free(pointer);  // before the real free: the address must not be reused while recorded
+  if (recorder_skips_free(pointer) || !hook_should_record()) return g_real.free(pointer);
+  {
+    Bookkeeping record;
+    recorder_free(pointer);  // before the real free: the address must not be reused while recorded
+  }
+  AllocatorCall inside;
   g_real.free(pointer);
-  hook_end();
 }
 
 void* handle_calloc(size_t count, size_t size) {

@@ -26,10 +26,12 @@ bool page_aligned(const void* address) {
 
 template <typename Call>
 LS_ALWAYS_INLINE void* map_recorded(size_t length, Call&& call) {
-  if (!hook_begin()) return call();
+  if (!hook_should_record()) return call();
   void* result = call();
-  if (result != MAP_FAILED) recorder_map(Domain::kMmap, reinterpret_cast<uintptr_t>(result), round_to_page(length));
-  hook_end();
+  if (result != MAP_FAILED) {
+    Bookkeeping record;
+    recorder_map(Domain::kMmap, reinterpret_cast<uintptr_t>(result), round_to_page(length));
+  }
   return result;
 }
 
@@ -58,12 +60,13 @@ int handle_munmap(void* address, size_t length) {
     return g_real.munmap != nullptr ? g_real.munmap(address, length)
                                     : static_cast<int>(syscall(SYS_munmap, address, length));
   };
-  if (!hook_begin()) return call();
+  if (!hook_should_record()) return call();
   // Recorded first, like free; an unaligned or empty range is refused by the kernel anyway.
-  if (length != 0 && page_aligned(address)) recorder_unmap(reinterpret_cast<uintptr_t>(address), round_to_page(length));
-  int result = call();
-  hook_end();
-  return result;
+  if (length != 0 && page_aligned(address)) {
+    Bookkeeping record;
+    recorder_unmap(reinterpret_cast<uintptr_t>(address), round_to_page(length));
+  }
+  return call();
 }
 
 void* handle_mremap(void* old_address, size_t old_length, size_t new_length, int flags, void* new_address) {
@@ -72,10 +75,14 @@ void* handle_mremap(void* old_address, size_t old_length, size_t new_length, int
                                     : reinterpret_cast<void*>(syscall(SYS_mremap, old_address, old_length,
                                                                       new_length, flags, new_address));
   };
-  if (!hook_begin()) return call();
+  if (!hook_should_record()) return call();
   TakenRange taken;
-  recorder_take_range(reinterpret_cast<uintptr_t>(old_address), round_to_page(old_length), &taken);
+  {
+    Bookkeeping record;
+    recorder_take_range(reinterpret_cast<uintptr_t>(old_address), round_to_page(old_length), &taken);
+  }
   void* result = call();
+  Bookkeeping record;
   if (result == MAP_FAILED) {
     recorder_restore_range(taken);
   } else {
@@ -87,14 +94,14 @@ void* handle_mremap(void* old_address, size_t old_length, size_t new_length, int
     recorder_count_range_freed(taken);
     recorder_map(domain, reinterpret_cast<uintptr_t>(result), round_to_page(new_length));
   }
-  hook_end();
   return result;
 }
 
 void* handle_sbrk(intptr_t increment) {
-  if (!hook_begin()) return g_real.sbrk(increment);
+  if (!hook_should_record()) return g_real.sbrk(increment);
   void* previous = g_real.sbrk(increment);
   if (previous != reinterpret_cast<void*>(-1) && increment != 0) {
+    Bookkeeping record;
     uintptr_t old_end = reinterpret_cast<uintptr_t>(previous);
     if (increment > 0) {
       recorder_map(Domain::kBrk, old_end, static_cast<size_t>(increment));
@@ -102,21 +109,20 @@ void* handle_sbrk(intptr_t increment) {
       recorder_unmap(old_end - static_cast<uintptr_t>(-increment), static_cast<size_t>(-increment));
     }
   }
-  hook_end();
   return previous;
 }
 
 int handle_brk(void* end) {
-  if (!hook_begin()) return g_real.brk(end);
+  if (!hook_should_record()) return g_real.brk(end);
   void* before = g_real.sbrk != nullptr ? g_real.sbrk(0) : reinterpret_cast<void*>(-1);
   int result = g_real.brk(end);
   if (result == 0 && before != reinterpret_cast<void*>(-1)) {
+    Bookkeeping record;
     uintptr_t old_end = reinterpret_cast<uintptr_t>(before);
     uintptr_t new_end = reinterpret_cast<uintptr_t>(end);
     if (new_end > old_end) recorder_map(Domain::kBrk, old_end, new_end - old_end);
     if (new_end < old_end) recorder_unmap(new_end, old_end - new_end);
   }
-  hook_end();
   return result;
 }
 

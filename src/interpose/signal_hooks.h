@@ -1,11 +1,12 @@
 // File: signal_hooks.h
 //
-// Final snapshots on fatal signals, invisible to the program. leakscope installs its handler only
-// for signals still at SIG_DFL, and the sigaction/signal hooks report SIG_DFL for them, so a
-// program (Python, for one) that checks for a default disposition before installing its own sees
-// what it would see without leakscope. Once the program installs a handler, it is the program's.
-// Our handler writes the final snapshot, restores SIG_DFL and re-raises, so the process ends
-// with the same signal and status.
+// Final snapshots on every signal whose default action ends the process, invisible to the program.
+// leakscope installs its handler only for signals still at SIG_DFL, and the sigaction/signal hooks
+// report SIG_DFL for them, so a program (Python, for one) that checks for a default disposition
+// before installing its own sees what it would see without leakscope. Once the program installs a
+// handler, it is the program's. Our handler has the writer thread write the final snapshot
+// (runtime.h), restores SIG_DFL and re-raises, so the process ends with the same signal and
+// status; a signal sent while the thread is in leakscope's bookkeeping is held until it leaves it.
 #ifndef LEAKSCOPE_INTERPOSE_SIGNAL_HOOKS_H_
 #define LEAKSCOPE_INTERPOSE_SIGNAL_HOOKS_H_
 
