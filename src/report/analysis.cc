@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -34,12 +35,18 @@ bool ranks_before(const SiteJudgement& a, int64_t a_bytes, const SiteJudgement& 
   return a_bytes > b_bytes;
 }
 
+// owner_report() judges what one task name or thread owns: growing when the floor of its live
+// bytes trends up over the run; its rate is that of the run's later half, so a finished load at
+// the start does not inflate the rate of what grows now.
 OwnerReport owner_report(const std::vector<SeriesPoint>& points) {
   OwnerReport owner;
   if (points.empty()) return owner;
   owner.live_bytes = static_cast<int64_t>(points.back().value);
   std::vector<SeriesPoint> floor = live_floor(points);
-  owner.growth_bytes_per_min = theil_sen_slope(floor) * 60;
+  double half = points.back().time_s - (points.back().time_s - points.front().time_s) / 2;
+  auto later = std::lower_bound(floor.begin(), floor.end(), half,
+                                [](const SeriesPoint& point, double time) { return point.time_s < time; });
+  owner.growth_bytes_per_min = theil_sen_slope(floor.end() - later >= 2 ? std::vector<SeriesPoint>(later, floor.end()) : floor) * 60;
   owner.mann_kendall_z = mann_kendall(floor).z;
   owner.growing = owner.mann_kendall_z >= kTrendZ && owner.growth_bytes_per_min > 0;
   return owner;
@@ -83,13 +90,21 @@ std::vector<SeriesPoint> site_series(const LiveSeries& series, const SiteReport&
   return points;
 }
 
-// What names a site to a person: its first user frame, or its innermost frame when it has none
-// (then the site is a group of its own).
+// What names a site to a person, and which sites are one group: its first user frame and the user
+// frame that called it (a helper shared by a bounded cache and an unbounded one is two groups);
+// without a user frame by function, the outermost frame of the innermost run of frames in the
+// program's own modules (a lambda's std::function wrapper in a binary without debug info); failing
+// that, the innermost frame, and the site is a group of its own.
 struct SiteKey {
   std::string key;
   bool has_user_frame = false;
   SymbolizedFrame frame;
 };
+
+std::string frame_identity(const SymbolizedFrame& frame) {
+  return frame.function.empty() ? fmt::format("{}+{:#x}", frame.module, frame.module_offset)
+                                : fmt::format("{}|{}|{}:{}", frame.module, frame.function, frame.file, frame.line);
+}
 
 class SiteKeys {
  public:
@@ -101,25 +116,36 @@ class SiteKeys {
     if (found != keys_.end()) return found->second;
     SiteKey key;
     uint32_t stack = state_.sites()[site].stack;
-    std::optional<SymbolizedFrame> user = symbolizer_.find_frame(
-        stack, [this](const std::string& path) { return roles_.is_framework_module(path); },
+    std::vector<SymbolizedFrame> user = symbolizer_.find_frames(
+        stack, 2, [this](const std::string& path) { return roles_.is_framework_module(path); },
         [this](const SymbolizedFrame& frame) { return roles_.is_user(frame); });
-    if (user) {
+    if (!user.empty()) {
       key.has_user_frame = true;
-      key.frame = *user;
-      key.key = user->function.empty() ? fmt::format("{}+{:#x}", user->module, user->module_offset)
-                                       : fmt::format("{}|{}|{}:{}", user->module, user->function, user->file, user->line);
+      key.frame = user[0];
+      key.key = "user|" + frame_identity(user[0]) + (user.size() > 1 ? "|" + frame_identity(user[1]) : "");
+    } else if (std::optional<SymbolizedFrame> own = outermost_of_own_run(stack)) {
+      key.has_user_frame = true;
+      key.frame = *own;
+      key.key = "own|" + frame_identity(*own);
     } else {
-      std::optional<SymbolizedFrame> innermost = symbolizer_.find_frame(
-          stack, [](const std::string&) { return false; },
-          [](const SymbolizedFrame& frame) { return !is_allocator_entry(frame.function); });
-      if (innermost) key.frame = *innermost;
+      std::vector<SymbolizedFrame> frames = symbolizer_.stack(stack);
+      if (!frames.empty()) key.frame = frames[0];
       key.key = fmt::format("site {}", site);
     }
     return keys_.emplace(site, std::move(key)).first->second;
   }
 
  private:
+  std::optional<SymbolizedFrame> outermost_of_own_run(uint32_t stack) {
+    std::optional<SymbolizedFrame> own;
+    for (const SymbolizedFrame& frame : symbolizer_.stack(stack)) {
+      bool framework = roles_.is_framework_module(frame.module);
+      if (own && (framework || frame.module != own->module)) break;
+      if (!framework) own = frame;
+    }
+    return own;
+  }
+
   const RunState& state_;
   Symbolizer& symbolizer_;
   const FrameRoles& roles_;
@@ -195,6 +221,8 @@ void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& key
     evidence.live_bytes = sum_series(series_parts);
     evidence.now_s = now_s;
     evidence.epochs = epochs;
+    evidence.allocations = group.allocations;
+    evidence.live_blocks = group.live_blocks;
     group.judgement = judge_site(evidence);
   }
   std::vector<size_t> order(groups.size());
@@ -216,7 +244,11 @@ void build_peak_holders(RunAnalysis& analysis, const PeakCapture& capture, SiteK
   for (const auto& [site, bytes] : capture.sites) {
     const SiteKey& key = keys.of(site);
     auto [found, inserted] = by_key.emplace(key.key, holders.size());
-    if (inserted) holders.push_back({function_text(key.frame, 40), 0, SIZE_MAX});
+    if (inserted) {
+      std::string name = function_text(key.frame, 40);
+      if (!key.frame.file.empty()) name += fmt::format(" ({}:{})", module_base_name(key.frame.file), key.frame.line);
+      holders.push_back({name, 0, SIZE_MAX});
+    }
     holders[found->second].bytes += bytes;
   }
   std::unordered_map<std::string, size_t> group_by_key;
@@ -320,7 +352,7 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   }
 
   analysis->symbolizer = std::make_unique<Symbolizer>(state);
-  analysis->roles = FrameRoles(options.fold);
+  analysis->roles = FrameRoles(options.fold, state.process().exe);
   double now_s = static_cast<double>(capture.info().time_ns) / 1e9;
   for (SiteReport& site : analysis->sites) {
     SiteEvidence evidence;
@@ -328,6 +360,8 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
     evidence.births = site.summary.births;
     evidence.now_s = now_s;
     evidence.epochs = capture.epochs();
+    evidence.allocations = site.summary.allocations;
+    evidence.live_blocks = site.summary.live_blocks;
     site.judgement = judge_site(evidence);
     site.median_age_s = now_s * (1 - site.judgement.median_birth_fraction);
   }
@@ -338,20 +372,31 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   build_groups(*analysis, series, keys, now_s, capture.epochs());
   build_peak_holders(*analysis, peak, keys);
 
+  // Live bytes now are those of the judged sites (a main-return mark may take some from the
+  // snapshot before it); the trends are the series'.
+  std::map<std::string, int64_t> task_bytes;
+  std::map<uint32_t, int64_t> thread_bytes;
+  for (const SiteReport& site : analysis->sites) {
+    for (const TaskShare& share : site.summary.tasks) task_bytes[share.name] += share.live_bytes;
+    for (const ThreadShare& share : site.summary.threads) thread_bytes[share.thread] += share.live_bytes;
+  }
   for (const std::string& name : series.task_names()) {
     OwnerReport owner = owner_report(series.task(name));
     owner.name = name;
+    owner.live_bytes = task_bytes[name];
     analysis->by_task.push_back(owner);
   }
   for (uint32_t thread : series.thread_indexes()) {
     OwnerReport owner = owner_report(series.thread(thread));
     owner.name = state.threads()[thread].name;
     owner.tid = state.threads()[thread].tid;
+    owner.live_bytes = thread_bytes[thread];
     analysis->by_thread.push_back(owner);
   }
   sort_by_live_bytes(analysis->by_task);
   sort_by_live_bytes(analysis->by_thread);
   analysis->residency = series.process();
+  if (!analysis->residency.empty()) analysis->residency.back().tracked_bytes = analysis->live_bytes_by_domain;
   analysis->findings = untracked_growth(analysis->residency);
   return analysis;
 }

@@ -12,6 +12,11 @@ constexpr const char* kFrameworkModules[] = {
     "libpython", "_C.cpython", "libcudart", "libcuda.so", "libcupti",
 };
 
+// Where the system and package managers install libraries: no program's own code.
+constexpr const char* kSystemLibraryDirectories[] = {"/lib/", "/lib64/", "/lib32/", "/usr/lib/", "/usr/lib64/", "/usr/lib32/",
+                                                     "/usr/libexec/"};
+constexpr const char* kPackageDirectories[] = {"/lib-dynload/", "/site-packages/", "/dist-packages/"};
+
 // Function-name prefixes of library code instantiated or inlined into the program.
 constexpr const char* kFrameworkFunctions[] = {
     "std::", "__gnu_cxx::", "__cxxabiv1::", "__cxa_", "operator new", "operator delete",
@@ -85,11 +90,21 @@ std::vector<std::string> fold_patterns(const std::string& groups) {
   return patterns;
 }
 
-FrameRoles::FrameRoles(const std::string& fold) : folded_(fold_patterns(fold)) {}
+FrameRoles::FrameRoles(const std::string& fold, const std::string& executable)
+    : folded_(fold_patterns(fold)), executable_(executable) {}
 
 bool FrameRoles::is_framework_module(const std::string& path) const {
   if (path.empty() || path[0] == '[') return true;  // [unknown], [vdso]
   std::string name = module_base_name(path);
+  bool executable = !executable_.empty() && path.compare(0, executable_.size(), executable_) == 0;
+  if (!executable) {
+    for (const char* directory : kSystemLibraryDirectories) {
+      if (starts_with(path, directory)) return true;
+    }
+    for (const char* directory : kPackageDirectories) {
+      if (path.find(directory) != std::string::npos) return true;
+    }
+  }
   for (const char* prefix : kFrameworkModules) {
     if (starts_with(name, prefix)) return true;
   }

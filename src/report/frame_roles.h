@@ -6,9 +6,12 @@
 //
 // A frame is not a user frame when its module is the C or C++ runtime (libc, ld.so, libstdc++,
 // libgcc, libm), an allocator (libjemalloc, libtcmalloc, libmimalloc) or leakscope itself, a
-// framework (libc10, libtorch*, torch's _C extension, libgomp, libpython, a python executable), or
-// a module named by --fold; nor when it is standard-library or framework code instantiated or
-// inlined into the program (std::, __gnu_cxx::, c10::, at::, torch::, pybind11::, operator new).
+// framework (libc10, libtorch*, torch's _C extension, libgomp, libpython, a python executable), a
+// library installed by the system or a package manager (under /lib, /usr/lib, Python's
+// lib-dynload, site-packages or dist-packages), or a module named by --fold; nor when it is
+// standard-library or framework code instantiated or inlined into the program (std::, __gnu_cxx::,
+// c10::, at::, torch::, pybind11::, operator new). The program's executable is always its own code,
+// wherever it is installed, unless it is an interpreter.
 #ifndef LEAKSCOPE_REPORT_FRAME_ROLES_H_
 #define LEAKSCOPE_REPORT_FRAME_ROLES_H_
 
@@ -22,8 +25,9 @@ namespace leakscope::report {
 
 class FrameRoles {
  public:
-  // `fold` is --fold's comma-separated list: groups "torch" and "python", or module-name fragments.
-  explicit FrameRoles(const std::string& fold = "");
+  // `fold` is --fold's comma-separated list: groups "torch" and "python", or module-name fragments;
+  // `executable` the traced program's path.
+  explicit FrameRoles(const std::string& fold = "", const std::string& executable = "");
 
   bool is_user(const SymbolizedFrame& frame) const;
 
@@ -35,6 +39,7 @@ class FrameRoles {
 
  private:
   std::vector<std::string> folded_;  // --fold's module-name fragments
+  std::string executable_;
 };
 
 // FrameFolder collapses each run of consecutive frames from framework modules into one frame, so

@@ -23,6 +23,7 @@ void JudgedCapture::observe(const RunState& state) {
   if (done_ || (index != at_.index && index != at_.earlier) || index == 0) return;
   if (index == at_.earlier) {
     earlier_ = capture(state);
+    earlier_epoch_start_s_ = static_cast<double>(state.epoch_start_ns(state.last_snapshot().epoch)) / 1e9;
     return;
   }
   done_ = true;
@@ -32,8 +33,13 @@ void JudgedCapture::observe(const RunState& state) {
     std::unordered_map<uint32_t, size_t> now;
     for (size_t i = 0; i < sites_.size(); ++i) now.emplace(sites_[i].summary.site, i);
     for (JudgedSite& before : earlier_) {
+      int64_t held_before = 0;  // what the site held then that was born before that epoch
+      for (const LiveByBirth& birth : before.summary.births) {
+        if (birth.birth_s < earlier_epoch_start_s_) held_before += birth.bytes;
+      }
       auto found = now.find(before.summary.site);
-      if (found != now.end() && sites_[found->second].summary.live_bytes >= before.summary.live_bytes) continue;
+      int64_t held_now = found != now.end() ? sites_[found->second].summary.live_bytes : 0;
+      if (held_before <= held_now) continue;
       before.from_earlier = true;
       if (found != now.end()) {
         sites_[found->second] = std::move(before);

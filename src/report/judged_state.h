@@ -3,8 +3,10 @@
 // The sites live at the judged snapshot (report/snapshot_choice.h), captured while a stream is
 // read, for dump and the analysis alike. At a mark of main's return, main's own locals (a Server
 // object, a vector of loaded models) are destroyed already, while what the run allocated since the
-// snapshot before is not yet in that one: each site is then taken whole (bytes, blocks, owners,
-// births) from whichever of the two holds more of it, so neither hides a leak.
+// snapshot before is not yet in that one. A site is then taken whole (bytes, blocks, owners,
+// births) from the snapshot before when what it held there from before that snapshot's epoch is
+// more than it holds at the mark, and from the mark otherwise: neither hides a leak, and blocks
+// that were merely in flight at the earlier snapshot (a loop's temporaries) are not revived.
 #ifndef LEAKSCOPE_REPORT_JUDGED_STATE_H_
 #define LEAKSCOPE_REPORT_JUDGED_STATE_H_
 
@@ -46,6 +48,7 @@ class JudgedCapture {
 
   ChosenSnapshot at_;
   bool done_ = false;
+  double earlier_epoch_start_s_ = 0;  // births at or after it were in flight at the earlier snapshot
   SnapshotInfo info_;
   std::vector<JudgedSite> earlier_;
   std::vector<JudgedSite> sites_;

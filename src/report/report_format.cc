@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "report/site_format.h"
+#include "report/text_layout.h"
 #include "report/units.h"
 
 namespace leakscope::report {
@@ -14,38 +16,10 @@ using internal::domain_name;
 
 namespace {
 
-constexpr size_t kWidth = 100;
 constexpr size_t kSparkWidth = 60;
 constexpr size_t kPartsShown = 5;
 constexpr size_t kPeakHoldersShown = 5;
 
-// wrap() breaks `text` into lines of at most kWidth columns (counted in characters, not bytes),
-// the first starting with `first_indent`, the others with `indent`.
-std::string wrap(const std::string& text, const std::string& indent, const std::string& first_indent) {
-  auto columns = [](const std::string& s) {
-    size_t count = 0;
-    for (unsigned char c : s) count += (c & 0xc0) != 0x80;
-    return count;
-  };
-  std::string out, line = first_indent, line_indent = first_indent;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    std::string word = text.substr(start, end - start);
-    if (line.size() > line_indent.size() && columns(line) + 1 + columns(word) > kWidth) {
-      out += line + "\n";
-      line = line_indent = indent;
-    }
-    if (line.size() > line_indent.size()) line += ' ';
-    line += word;
-    start = end + 1;
-  }
-  if (line.size() > line_indent.size()) out += line + "\n";
-  return out;
-}
-
-std::string wrap(const std::string& text, const std::string& indent) { return wrap(text, indent, indent); }
 
 std::string rate(double bytes_per_min) {
   return fmt::format("{}{}/min", bytes_per_min >= 0 ? "+" : "", format_bytes(static_cast<int64_t>(bytes_per_min)));
@@ -76,11 +50,6 @@ std::vector<size_t> section(const RunAnalysis& analysis, Verdict verdict, const 
   return groups;
 }
 
-// group_name() is what names a group in one line: its first user frame, else its innermost frame.
-std::string group_name(const GroupReport& group, size_t width) {
-  return (group.has_user_frame ? "in " : "at ") + frame_text(group.user_frame, width);
-}
-
 std::string blocks_text(const GroupReport& group) {
   std::string text = fmt::format("{} in {} block{}", format_bytes(group.live_bytes), group.live_blocks,
                                  group.live_blocks == 1 ? "" : "s");
@@ -97,10 +66,13 @@ std::string domains_text(const RunAnalysis& analysis, const GroupReport& group) 
   return domains;
 }
 
+// freed_at_exit_text() says what of a group's bytes was gone by the end of the stream: at exit,
+// or, when main returned, as it did (its locals) or shortly before.
 std::string freed_at_exit_text(const RunAnalysis& analysis, int64_t freed, int64_t live) {
   if (analysis.teardown.mark == 0 || analysis.at.index == analysis.at.count) return "";
-  if (freed == 0) return " · not freed at exit";
-  return fmt::format(" · freed at exit: {}{}", format_bytes(freed), freed >= live ? " (all)" : "");
+  const char* when = analysis.at.earlier != 0 ? "at the end" : "at exit";
+  if (freed == 0) return fmt::format(" · not freed {}", when);
+  return fmt::format(" · freed {}: {}{}", when, format_bytes(freed), freed >= live ? " (all)" : "");
 }
 
 std::string counts_text(const RunAnalysis& analysis, const GroupReport& group) {
@@ -142,8 +114,11 @@ std::string owners_of_group(const RunAnalysis& analysis, const GroupReport& grou
 
 std::string cut_at_depth_text(const RunAnalysis& analysis) {
   uint32_t depth = analysis.state.process().depth;
+  if (depth >= internal::kMaxStackDepth) {
+    return fmt::format("no frame of the program's own in the {} frames kept, the most leakscope keeps", depth);
+  }
   return fmt::format("no frame of the program's own in the {} frames kept (the stack was cut at --depth {}); rerun with "
-                     "--depth {} to name it", depth, depth, std::min<uint32_t>(128, depth * 2));
+                     "--depth {} to name it", depth, depth, std::min<uint32_t>(internal::kMaxStackDepth, depth * 2));
 }
 
 nlohmann::json judgement_json(const SiteJudgement& j, nlohmann::json entry) {
@@ -283,6 +258,15 @@ nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& opt
   }
   document["groups"] = groups;
   document["sites"] = sites;
+  // How many of each verdict there are in all, whatever --top and --min-bytes left out.
+  nlohmann::json totals = {{"groups", nlohmann::json::object()}, {"sites", nlohmann::json::object()}};
+  for (Verdict verdict : {Verdict::kLeak, Verdict::kCache, Verdict::kStartup, Verdict::kUnknown}) {
+    totals["groups"][verdict_name(verdict)] = std::count_if(analysis.groups.begin(), analysis.groups.end(),
+                                                            [&](const GroupReport& g) { return g.judgement.verdict == verdict; });
+    totals["sites"][verdict_name(verdict)] = std::count_if(analysis.sites.begin(), analysis.sites.end(),
+                                                           [&](const SiteReport& r) { return r.judgement.verdict == verdict; });
+  }
+  document["totals"] = totals;
   return document;
 }
 
@@ -290,8 +274,10 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
   std::string out = run_header_text(header_of(analysis), "leakscope report");
   const TeardownReport& teardown = analysis.teardown;
   if (teardown.mark != 0 && analysis.at.index < analysis.at.count) {
-    out += fmt::format("teardown from {:.1f} s to {:.1f} s freed {} of what was live before it (\"freed at exit\")\n",
-                       teardown.begin_s, teardown.end_s, format_bytes(teardown.freed_bytes));
+    out += wrap(fmt::format("teardown from {:.1f} s to {:.1f} s freed {} of what was judged live (\"freed at {}\")",
+                            teardown.begin_s, teardown.end_s, format_bytes(teardown.freed_bytes),
+                            analysis.at.earlier != 0 ? "the end" : "exit"),
+                "   ", "");
   }
 
   std::vector<double> rss, tracked;
@@ -319,12 +305,16 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
   }
   for (const ResidencyFinding& finding : analysis.findings) out += "\n" + wrap("Residency: " + finding.text, "");
   auto owner_line = [](const char* title, const std::vector<OwnerReport>& owners, const char* unnamed) {
+    std::map<std::string, int> named;  // threads that share a name are told apart by tid
+    for (const OwnerReport& owner : owners) ++named[owner.name];
     std::string line;
     size_t shown = 0;
     for (const OwnerReport& owner : owners) {
       if (owner.live_bytes <= 0 || shown++ == 6) continue;
-      line += fmt::format("{}{} {}{}", line.empty() ? "" : " · ", owner.name.empty() ? unnamed : owner.name,
-                          format_bytes(owner.live_bytes), owner.growing ? " (" + rate(owner.growth_bytes_per_min) + ")" : "");
+      std::string name = owner.name.empty() ? unnamed : owner.name;
+      if (owner.tid != 0 && named[owner.name] > 1) name += fmt::format(" (tid {})", owner.tid);
+      line += fmt::format("{}{} {}{}", line.empty() ? "" : " · ", name, format_bytes(owner.live_bytes),
+                          owner.growing ? " (" + rate(owner.growth_bytes_per_min) + ")" : "");
     }
     return line.empty() ? std::string() : wrap(std::string(title) + line, "   ", "");
   };
@@ -353,11 +343,15 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     out += wrap(owners_of_group(analysis, group), "   ");
     if (group.parts.size() > 1) {
       for (size_t i = 0; i < group.parts.size() && i < kPartsShown; ++i) {
-        const SiteSummary& part = analysis.sites[group.parts[i]].summary;
+        const SiteReport& site = analysis.sites[group.parts[i]];
+        const SiteSummary& part = site.summary;
+        // A part judged otherwise on its own says so (a cache's bucket array growing in its first second).
+        std::string own = site.judgement.verdict != j.verdict ? fmt::format(" ({} on its own)", verdict_name(site.judgement.verdict)) : "";
+        std::string line = fmt::format("   {} {} {} in {} block{}{}", i == 0 ? "parts:" : "      ", domain_name(part.domain),
+                                       format_bytes(part.live_bytes), part.live_blocks, part.live_blocks == 1 ? "" : "s", own);
         const auto frames = symbolizer.stack(part.stack);
-        std::string where = frames.empty() ? "" : " · at " + frame_text(frames[0], 60);
-        out += fmt::format("   {} {} {} in {} block{}{}\n", i == 0 ? "parts:" : "      ", domain_name(part.domain),
-                           format_bytes(part.live_bytes), part.live_blocks, part.live_blocks == 1 ? "" : "s", where);
+        if (!frames.empty()) line += " · at " + frame_text(frames[0], kWidth - text_columns(line) - 6);
+        out += line + "\n";
       }
       if (group.parts.size() > kPartsShown) out += fmt::format("          and {} more sites\n", group.parts.size() - kPartsShown);
       out += "   stack of the largest part:\n";

@@ -4,28 +4,30 @@
 
 #include <fmt/format.h>
 
+#include "report/text_layout.h"
 #include "report/units.h"
 
 namespace leakscope::report {
 
 using internal::domain_name;
 
-std::string wall_clock_text(uint64_t realtime_ns) {
+namespace {
+
+std::string utc_text(uint64_t realtime_ns, const char* format) {
   time_t seconds = static_cast<time_t>(realtime_ns / 1000000000);
   struct tm utc;
   gmtime_r(&seconds, &utc);
   char text[64];
-  strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S UTC", &utc);
+  strftime(text, sizeof(text), format, &utc);
   return text;
 }
 
+}  // namespace
+
+std::string wall_clock_text(uint64_t realtime_ns) { return utc_text(realtime_ns, "%Y-%m-%d %H:%M:%S UTC"); }
+
 std::string wall_clock_iso(uint64_t realtime_ns) {
-  time_t seconds = static_cast<time_t>(realtime_ns / 1000000000);
-  struct tm utc;
-  gmtime_r(&seconds, &utc);
-  char text[64];
-  strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
-  return fmt::format("{}.{:03d}Z", text, static_cast<int>(realtime_ns / 1000000 % 1000));
+  return fmt::format("{}.{:03d}Z", utc_text(realtime_ns, "%Y-%m-%dT%H:%M:%S"), static_cast<int>(realtime_ns / 1000000 % 1000));
 }
 
 nlohmann::json run_header_json(const RunHeader& header) {
@@ -65,12 +67,12 @@ std::string run_header_text(const RunHeader& header, const std::string& title) {
   const RunState& state = header.state;
   const SnapshotInfo& shown = header.shown;
   std::string out = fmt::format("{}: {} (pid {})\n", title, state.process().exe, state.process().pid);
-  out += fmt::format("started {} · ran {} · {} snapshots · ended by {}\n", wall_clock_text(state.process().start_realtime_ns),
-                     format_seconds(header.at.last.time_ns), header.at.count, ended_by_text(header.at.last));
-  if (header.at.index != header.at.count) {
-    out += fmt::format("{}: snapshot {} at {} ({})\n", header.shown_word, header.at.index, format_seconds(shown.time_ns),
-                       header.at.why);
-  }
+  out += wrap(fmt::format("started {} · ran {} · {} snapshots · {}", wall_clock_text(state.process().start_realtime_ns),
+                          format_seconds(header.at.last.time_ns), header.at.count, ended_by_text(header.at.last)),
+              "   ", "");
+  out += wrap(fmt::format("{}: snapshot {} at {} ({})", header.shown_word, header.at.index, format_seconds(shown.time_ns),
+                          header.at.why),
+              "   ", "");
   std::string domains;
   for (size_t d = 0; d < header.live_bytes_by_domain.size(); ++d) {
     if (header.live_bytes_by_domain[d] == 0) continue;
@@ -173,6 +175,8 @@ std::string frame_text(const SymbolizedFrame& frame, size_t width) {
   std::string module = frame.module.find(" (") == std::string::npos ? module_base_name(frame.module) : frame.module;
   if (frame.folded > 0) return frame.function;
   std::string tail = file + (frame.inlined ? " (inlined)" : " [" + module + "]");
+  // The function's name comes first; where it is from is cut when they do not fit together.
+  if (tail.size() + 20 > width) tail = file.size() + 20 <= width ? file : "";
   size_t room = width > tail.size() + 12 ? width - tail.size() : 12;
   return shorten(where, room) + tail;
 }

@@ -54,7 +54,9 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
         chosen.why = chosen.earlier != 0 ? "main returned; each site as of then or the snapshot before" : "main returned";
       } else {
         chosen.index = chosen.count;
-        chosen.why = "the final snapshot (no teardown mark)";
+        chosen.why = chosen.last.final || chosen.last.reason == SnapshotReason::kExec
+                         ? "the final snapshot: no teardown ran"
+                         : "the last snapshot: the stream ends without a final one";
       }
       break;
   }
@@ -67,13 +69,14 @@ std::string ended_by(const SnapshotMark& last) {
   switch (last.reason) {
     case SnapshotReason::kSignal: return fmt::format("signal {}", last.signal_number);
     case SnapshotReason::kUnderscoreExit: return "_exit";
+    case SnapshotReason::kQuickExit: return "quick_exit";
     default: return "exit";
   }
 }
 
 std::string ended_by_text(const SnapshotMark& last) {
   std::string how = ended_by(last);
-  return how == "running or killed" ? "stream ends without a final snapshot (killed, or still running)" : how;
+  return how == "running or killed" ? "no final snapshot (killed, or still running)" : "ended by " + how;
 }
 
 }  // namespace leakscope::report

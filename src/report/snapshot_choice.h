@@ -49,8 +49,8 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
 // killed" when its last snapshot is not a final one (JSON `ended_by`).
 std::string ended_by(const SnapshotMark& last);
 
-// ended_by_text() is the same for a person: the last case reads "stream ends without a final
-// snapshot (killed, or still running)".
+// ended_by_text() is the same for a person: "ended by exit", ..., or "no final snapshot (killed,
+// or still running)".
 std::string ended_by_text(const SnapshotMark& last);
 
 }  // namespace leakscope::report

@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <sys/stat.h>
+
 #include "core/checksum.h"
 
 namespace leakscope::report {
@@ -13,6 +15,10 @@ using namespace leakscope::internal;
 StreamReader::StreamReader(std::string path) : path_(std::move(path)), file_(nullptr, fclose) {
   file_.reset(fopen(path_.c_str(), "rb"));
   if (!file_) throw StreamError(path_ + ": " + std::strerror(errno));
+  struct stat status;
+  if (fstat(fileno(file_.get()), &status) == 0 && S_ISDIR(status.st_mode)) {
+    throw StreamError(path_ + ": is a directory, not a leakscope stream");
+  }
   read_file_header();
 }
 

@@ -261,7 +261,11 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
   // A return address points after the call; the call itself is one byte before.
   Dwarf_Addr lookup = address - 1;
   if (const char* name = debug.symbol_at(lookup)) frame.function = demangle(name);
-  if (Dwfl_Line* line = dwfl_module_getsrc(debug.module, lookup)) {
+  // Only an address inside a compilation unit has a line: otherwise (crt1.o's _start, code
+  // without debug info) the line table's nearest entry belongs to some other function.
+  Dwarf_Addr unit_bias = 0;
+  bool in_unit = dwfl_module_addrdie(debug.module, lookup, &unit_bias) != nullptr;
+  if (Dwfl_Line* line = in_unit ? dwfl_module_getsrc(debug.module, lookup) : nullptr) {
     int number = 0;
     const char* file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr);
     if (file != nullptr) frame.file = file;
@@ -310,19 +314,22 @@ std::vector<SymbolizedFrame> Symbolizer::stack(uint32_t id) {
   return frames;
 }
 
-std::optional<SymbolizedFrame> Symbolizer::find_frame(uint32_t id,
+std::vector<SymbolizedFrame> Symbolizer::find_frames(uint32_t id, size_t count,
                                                      const std::function<bool(const std::string&)>& skip_module,
                                                      const std::function<bool(const SymbolizedFrame&)>& accept) {
-  if (id >= state_.stacks().size()) return std::nullopt;
+  std::vector<SymbolizedFrame> found;
+  if (id >= state_.stacks().size()) return found;
   const Stack& stack = state_.stacks()[id];
   for (uint64_t address : stack.frames) {
     const Module* module = module_for(address, stack.first_epoch);
-    if (module != nullptr && skip_module(module->path)) continue;
+    if (module != nullptr && (skip_module(module->path) || is_leakscope_module(module->path))) continue;
     for (const SymbolizedFrame& frame : symbolize(address, stack.first_epoch)) {
-      if (accept(frame)) return frame;
+      if (!accept(frame)) continue;
+      found.push_back(frame);
+      if (found.size() == count) return found;
     }
   }
-  return std::nullopt;
+  return found;
 }
 
 }  // namespace leakscope::report

@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -44,11 +43,13 @@ class Symbolizer {
   // per address, stacks are not: a dump of a million stacks must not hold them all.
   std::vector<SymbolizedFrame> stack(uint32_t id);
 
-  // find_frame() walks stack `id` from the innermost frame outwards and returns the first frame
-  // `accept` takes; addresses in modules whose path `skip_module` rejects are passed over without
-  // reading their debug info (the cheap way to skip a framework's frames). nullopt when none.
-  std::optional<SymbolizedFrame> find_frame(uint32_t id, const std::function<bool(const std::string&)>& skip_module,
-                                            const std::function<bool(const SymbolizedFrame&)>& accept);
+  // find_frames() walks stack `id` from the innermost frame outwards and returns the first `count`
+  // frames `accept` takes (fewer when the stack has fewer); addresses in modules whose path
+  // `skip_module` takes are passed over without reading their debug info (the cheap way to skip a
+  // framework's frames).
+  std::vector<SymbolizedFrame> find_frames(uint32_t id, size_t count,
+                                           const std::function<bool(const std::string&)>& skip_module,
+                                           const std::function<bool(const SymbolizedFrame&)>& accept);
 
  private:
   struct ModuleDebug;

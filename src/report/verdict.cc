@@ -67,6 +67,7 @@ WindowTrend steepest_window(const std::vector<SeriesPoint>& points, double peak)
 struct Rises {
   double last_rise_s = 0;
   double gap_s = 0;
+  int steps = 0;  // rises of the floor by kNearFinal of the peak or more, counted cumulatively
 };
 
 Rises rises_of(const std::vector<SeriesPoint>& points, double peak) {
@@ -81,13 +82,20 @@ Rises rises_of(const std::vector<SeriesPoint>& points, double peak) {
   size_t last = reached(floor.back().value);
   rises.last_rise_s = floor[last].time_s;
   if (last > 0) rises.gap_s = rises.last_rise_s - floor[reached(floor[last - 1].value)].time_s;
+  double level = floor.front().value;
+  for (const SeriesPoint& point : floor) {
+    if (point.value - level < tolerance) continue;
+    ++rises.steps;
+    level = point.value;
+  }
   return rises;
 }
 
 double clamp01(double value) { return std::clamp(value, 0.0, 1.0); }
 
 std::string remedy(size_t samples, double span_s) {
-  return fmt::format("{} snapshots over {:.1f} s; run longer or use --interval 100ms", samples, span_s);
+  return fmt::format("{} snapshot{} over {:.1f} s; run longer or use --interval 100ms", samples, samples == 1 ? "" : "s",
+                     span_s);
 }
 
 }  // namespace
@@ -124,7 +132,10 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
   WindowTrend decided = steepest_window(points, peak);
   Rises rises = rises_of(points, peak);
   judgement.last_rise_s = rises.last_rise_s;
-  bool still_rising = now_s - rises.last_rise_s <= std::max(kStallSpan * span_s, kStallGaps * rises.gap_s);
+  // Growth in a few big steps may pause longer than a quarter of the series, but two steps make no
+  // pace to go by: a library's registrations made in two loads are not a leak.
+  double allowance = rises.steps >= kMinSteps ? std::max(kStallSpan * span_s, kStallGaps * rises.gap_s) : kStallSpan * span_s;
+  bool still_rising = now_s - rises.last_rise_s <= allowance;
   bool still_live = live >= kMinLiveShareOfPeak * peak;
   judgement.mann_kendall_z = decided.z;
   judgement.relative_growth = decided.relative_growth;
@@ -164,9 +175,13 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
     if (judgement.leak_entropy >= kLowLeakEntropy) {
       judgement.reason = fmt::format("{} (Mann-Kendall Z {:.1f}) and keeps bytes from across that time (leak entropy {:.2f})",
                                      how, decided.z, judgement.leak_entropy);
+    } else if (evidence.allocations > 2 * evidence.live_blocks) {
+      judgement.reason = fmt::format("{} (Mann-Kendall Z {:.1f}) in a few blocks re-allocated ever larger ({} "
+                                     "allocations for {} live blocks, leak entropy {:.2f})",
+                                     how, decided.z, evidence.allocations, evidence.live_blocks, judgement.leak_entropy);
     } else {
-      judgement.reason = fmt::format("{} (Mann-Kendall Z {:.1f}) in recent bytes: blocks re-allocated ever larger, "
-                                     "or a working set that keeps growing (leak entropy {:.2f})",
+      judgement.reason = fmt::format("{} (Mann-Kendall Z {:.1f}) and keeps what it grew, most of it born late in the "
+                                     "run (leak entropy {:.2f})",
                                      how, decided.z, judgement.leak_entropy);
     }
     return judgement;
@@ -221,7 +236,8 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
                                    "tell a resident from a leak",
                                    judgement.median_birth_fraction * 100);
   } else {
-    judgement.reason = "changes without a trend, a bound with turnover, or a flat old plateau";
+    judgement.reason = fmt::format("changes without a trend, a bound with turnover, or a flat old plateau: {}",
+                                   remedy(points.size(), span_s));
   }
   return judgement;
 }

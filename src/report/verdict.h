@@ -9,7 +9,8 @@
 //            window ≥ kMinRelativeGrowth of the peak) over the site's whole series, or over its
 //            later half or quarter when those make new highs; it has not stalled (it last rose
 //            within a quarter of the series, or within kStallGaps of the time between its last
-//            two rises, as steps and ever-larger re-allocations do); the series itself trends
+//            two rises when it rose in kMinSteps steps or more, as bursts and ever-larger
+//            re-allocations do); the series itself trends
 //            upwards too (the floor of noise rises as well); what grew is still live (≥
 //            kMinLiveShareOfPeak of the peak); and it is kept: spread over the time it grew (leak
 //            entropy ≥ kLowLeakEntropy), or held in a few blocks re-allocated ever larger, whose
@@ -42,7 +43,8 @@ constexpr double kMinRelativeGrowth = 0.2;
 constexpr double kMinLiveShareOfPeak = 0.5;
 constexpr double kNearFinal = 0.05;      // a rise ends when the floor is within this share of the peak of its final value
 constexpr double kStallSpan = 0.25;      // a leak rose within this share of its series...
-constexpr double kStallGaps = 2.5;       // ...or within this many times the gap between its last two rises
+constexpr double kStallGaps = 2.5;       // ...or within this many times the gap between its last two rises,
+constexpr int kMinSteps = 3;             // when it rose in at least this many steps
 constexpr double kRecentWindow = 0.25;   // the recent window: this share of the series, at the end
 constexpr size_t kRecentPoints = 3;      // and at least this many samples
 constexpr double kMinTurnover = 0.25;    // a cache's bytes born within the recent window, of its live bytes
@@ -58,6 +60,8 @@ struct SiteEvidence {
   std::vector<LiveByBirth> births;      // live bytes by birth time, now
   double now_s = 0;
   uint32_t epochs = 0;  // epochs so far (k + 1 at snapshot k)
+  uint64_t allocations = 0;  // blocks allocated so far, and live now: for the reason's words only
+  int64_t live_blocks = 0;
 };
 
 struct SiteJudgement {

@@ -218,14 +218,16 @@ TEST(JudgedRun, PythonServiceLeakingIntoAModuleDictIsALeakThatTeardownFrees) {
 
 TEST(JudgedRun, TorchLeakAfterImportTorchInAShortRunIsALeak) {
   if (!python_has_torch()) GTEST_SKIP() << "python3-torch is not installed (scripts/install_deps.sh installs it)";
-  Judged judged = judge({kPython, fixture_source("torch_leak_after_import.py"), "200"});
-  ASSERT_EQ(judged.run.out, "kept 200\n");
+  // 300 outputs leave the leak 4.5 s to grow in after the import, enough snapshots even where a
+  // loaded machine makes the import slow.
+  Judged judged = judge({kPython, fixture_source("torch_leak_after_import.py"), "300"});
+  ASSERT_EQ(judged.run.out, "kept 300\n");
   bool found = false;
   for (const auto& site : judged.report["sites"]) {
-    if (site["domain"] != "c10_cpu" || site["live_bytes"] != 200 * 256 * 256 * 4) continue;
+    if (site["domain"] != "c10_cpu" || site["live_bytes"] != 300 * 256 * 256 * 4) continue;
     found = true;
     EXPECT_EQ(site["verdict"], "leak") << site["reason"];
-    EXPECT_EQ(site["live_blocks"], 200);
+    EXPECT_EQ(site["live_blocks"], 300);
     EXPECT_EQ(site["freed_at_exit_bytes"], site["live_bytes"]);
   }
   EXPECT_TRUE(found) << "a c10_cpu site of the 200 kept tensors";

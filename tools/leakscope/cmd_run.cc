@@ -1,4 +1,5 @@
 // leakscope run: start a command under the preload and pass its exit status through.
+#include <elf.h>
 #include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -7,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -84,6 +86,42 @@ std::string related_streams(const std::string& written, pid_t child, std::filesy
   return text;
 }
 
+// command_path() is where execvp would find `command`: itself when it names a path, else the
+// first executable of that name on PATH; empty when there is none.
+std::string command_path(const std::string& command) {
+  if (command.find('/') != std::string::npos) return command;
+  const char* path = getenv("PATH");
+  std::string directories = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t at = 0; at <= directories.size();) {
+    size_t end = directories.find(':', at);
+    if (end == std::string::npos) end = directories.size();
+    std::string candidate = (end > at ? directories.substr(at, end - at) : std::string(".")) + "/" + command;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    at = end + 1;
+  }
+  return "";
+}
+
+// is_static_executable() tells an ELF executable without a program interpreter (PT_INTERP):
+// nothing loads a preload into it. Scripts and unreadable files are not judged.
+bool is_static_executable(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  Elf64_Ehdr header;
+  if (!file.read(reinterpret_cast<char*>(&header), sizeof(header)) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+      header.e_ident[EI_CLASS] != ELFCLASS64 || (header.e_type != ET_EXEC && header.e_type != ET_DYN)) {
+    return false;
+  }
+  std::string name = std::filesystem::path(path).filename().string();
+  if (name.rfind("ld-linux", 0) == 0 || name.rfind("ld.so", 0) == 0) return false;  // the loader run as a program
+  for (int i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    file.seekg(static_cast<std::streamoff>(header.e_phoff + static_cast<uint64_t>(i) * header.e_phentsize));
+    if (!file.read(reinterpret_cast<char*>(&segment), sizeof(segment))) return false;
+    if (segment.p_type == PT_INTERP) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int run_command(const RunOptions& options) {
@@ -94,7 +132,22 @@ int run_command(const RunOptions& options) {
   internal::Options parsed;
   internal::options_set_defaults(&parsed);
   char error[512];
-  if (!internal::options_parse(runtime_options.c_str(), &parsed, error, sizeof(error))) return fail(kUsage, error);
+  if (!internal::options_parse(runtime_options.c_str(), &parsed, error, sizeof(error))) {
+    std::string reason = error;
+    const std::string variable = "LEAKSCOPE_OPTIONS: ";
+    if (reason.rfind(variable, 0) == 0) reason = "run options: " + reason.substr(variable.size());
+    return fail(kUsage, reason);
+  }
+
+  std::error_code ignored;
+  if (std::filesystem::is_directory(options.output, ignored)) {
+    return fail(kOutputError, fmt::format("'{}' is a directory; -o names the stream file, such as {}/run.lsc",
+                                          options.output, options.output));
+  }
+  std::string executable = command_path(options.command[0]);
+  if (!executable.empty() && is_static_executable(executable)) {
+    return fail(kNotTraceable, fmt::format("{} is statically linked; LD_PRELOAD cannot trace it", options.command[0]));
+  }
 
   std::filesystem::path directory = std::filesystem::path(options.output).parent_path();
   if (directory.empty()) directory = ".";

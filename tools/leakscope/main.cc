@@ -2,7 +2,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "cli.h"
 #include "core/options.h"
@@ -27,6 +29,12 @@ int main(int argc, char** argv) {
       for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
       break;
     }
+  }
+
+  static const char* const kVerbs[] = {"run", "dump", "report", "diff"};
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::none_of(std::begin(kVerbs), std::end(kVerbs), [&](const char* verb) { return std::strcmp(argv[1], verb) == 0; })) {
+    return fail(kUsage, fmt::format("unknown verb '{}': use run, dump, report or diff (--help lists them)", argv[1]));
   }
 
   CLI::App app{"leakscope: where a program's memory goes, and which code leaks it"};
@@ -56,7 +64,7 @@ int main(int argc, char** argv) {
   CLI::App* report_verb = app.add_subcommand("report", "Leak suspects with verdicts, caches, startup residents, memory over time");
   report_verb->add_option("file", report.file, "A .lsc stream")->required();
   report_verb->add_option("--format", report.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
-  report_verb->add_option("--top", report.top, "Sites shown per section")->check(CLI::PositiveNumber)->capture_default_str();
+  report_verb->add_option("--top", report.top, "Groups shown per section")->check(CLI::Range(1, 1000000))->capture_default_str();
   report_verb->add_option("--min-bytes", min_bytes, "Leave out sites with fewer live bytes (e.g. 64KiB)")->capture_default_str();
   report_verb->add_option("--at", report.at, at_help);
   report_verb->add_option("--frames", report.frames, "Frames shown per stack in text (default: 6 for leaks, 1 for others)")->check(CLI::Range(1, 1000));
@@ -68,7 +76,7 @@ int main(int argc, char** argv) {
   diff_verb->add_option("after", diff.after, "The later .lsc stream")->required();
   diff_verb->add_option("--at", diff.at, at_help);
   diff_verb->add_option("--format", diff.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
-  diff_verb->add_option("--top", diff.top, "Sites shown")->check(CLI::PositiveNumber)->capture_default_str();
+  diff_verb->add_option("--top", diff.top, "Sites shown")->check(CLI::Range(1, 1000000))->capture_default_str();
 
   try {
     app.parse(own_argc, argv);
