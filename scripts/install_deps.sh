@@ -9,6 +9,7 @@ packages=(
   libdw-dev libelf-dev # offline symbolization in the CLI
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  zlib1g-dev           # integration test: a leak inside a system library (zlib)
   libjemalloc2         # integration test: jemalloc preloaded below leakscope
   heaptrack            # benchmark peer
   python3              # a real program in the integration tests; the benchmark runner

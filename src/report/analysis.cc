@@ -92,9 +92,9 @@ std::vector<SeriesPoint> site_series(const LiveSeries& series, const SiteReport&
 
 // What names a site to a person, and which sites are one group: its first user frame and the user
 // frame that called it (a helper shared by a bounded cache and an unbounded one is two groups);
-// without a user frame by function, the outermost frame of the innermost run of frames in the
-// program's own modules (a lambda's std::function wrapper in a binary without debug info); failing
-// that, the innermost frame, and the site is a group of its own.
+// without a user frame by function, a frame of the innermost run of frames in the program's own
+// modules (a lambda's std::function invoker in a binary without debug info); failing that, the
+// innermost frame, and the site is a group of its own.
 struct SiteKey {
   std::string key;
   bool has_user_frame = false;
@@ -136,12 +136,16 @@ class SiteKeys {
   }
 
  private:
+  // outermost_of_own_run() is, in the innermost run of frames in one of the program's modules, the
+  // first that names a lambda (the task a std::function runs), or else the run's outermost frame.
   std::optional<SymbolizedFrame> outermost_of_own_run(uint32_t stack) {
     std::optional<SymbolizedFrame> own;
     for (const SymbolizedFrame& frame : symbolizer_.stack(stack)) {
       bool framework = roles_.is_framework_module(frame.module);
       if (own && (framework || frame.module != own->module)) break;
-      if (!framework) own = frame;
+      if (framework) continue;
+      own = frame;
+      if (frame.function.find("{lambda") != std::string::npos) break;
     }
     return own;
   }

@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "report/text_layout.h"
@@ -184,8 +186,12 @@ std::string frame_text(const SymbolizedFrame& frame, size_t width) {
 std::string owners_text(const SiteSummary& site) {
   std::string threads;
   for (const ThreadShare& thread : site.threads) {
-    threads += fmt::format("{}{} {}", threads.empty() ? "" : ", ", thread.name.empty() ? "?" : thread.name,
-                           format_bytes(thread.live_bytes));
+    // Threads that share a name (a pool's workers keep the program's) are told apart by tid.
+    bool shared = std::count_if(site.threads.begin(), site.threads.end(),
+                                [&](const ThreadShare& other) { return other.name == thread.name; }) > 1;
+    std::string name = thread.name.empty() ? "?" : thread.name;
+    if (shared) name += fmt::format(" (tid {})", thread.tid);
+    threads += fmt::format("{}{} {}", threads.empty() ? "" : ", ", name, format_bytes(thread.live_bytes));
   }
   std::string tasks;
   for (const TaskShare& task : site.tasks) {

@@ -38,11 +38,11 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
         throw StreamError(fmt::format("{}: has {} snapshots; --at {} is beyond them", path, chosen.count, choice.index));
       }
       chosen.index = choice.index;
-      chosen.why = fmt::format("snapshot {} (--at)", choice.index);
+      chosen.why = "as --at asks";
       break;
     case SnapshotChoice::Kind::kEnd:
       chosen.index = chosen.count;
-      chosen.why = "the final snapshot (--at end)";
+      chosen.why = "the final snapshot, as --at end asks";
       break;
     case SnapshotChoice::Kind::kBeforeTeardown:
       if (chosen.teardown != 0 && marks[chosen.teardown - 1].reason == SnapshotReason::kTeardown) {

@@ -36,7 +36,7 @@ struct ChosenSnapshot {
   uint32_t earlier = 0;   // a main-return mark's predecessor, whose larger sites are merged in
   uint32_t count = 0;     // snapshots in the stream
   uint32_t teardown = 0;  // index of the teardown mark; 0 when there is none
-  std::string why;        // "the last snapshot before teardown", "snapshot 7 (--at)", ...
+  std::string why;        // how it was chosen: "where teardown begins (...)", "as --at asks", ...
   SnapshotMark last{};    // the stream's last snapshot, for "ended by"
 };
 

@@ -4,6 +4,8 @@
 // and batch working sets. Each behaviour gets its verdict, its exact bytes and its first user frame.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "harness.h"
 
 namespace leakscope::testing {
@@ -180,6 +182,59 @@ TEST(JudgedRun, BoundedLruIsACacheBesideAnUnboundedMemoThatLeaks) {
   }
   EXPECT_TRUE(page_strings) << "the LRU holds its 100 pages of 3001 bytes";
   EXPECT_EQ(leak_functions(judged.report).size(), 1u);
+}
+
+TEST(JudgedRun, SharedHelperOfABoundedAndAnUnboundedCacheIsTwoGroups) {
+  Judged judged = judge({fixture("shared_helper_caches"), "2500"});
+  std::vector<nlohmann::json> puts = groups_named(judged.report, "cache_put");
+  ASSERT_EQ(puts.size(), 2u) << "one group per caller of the helper";
+  std::map<std::string, nlohmann::json> by_verdict;
+  for (const auto& group : puts) by_verdict[group["verdict"].get<std::string>()] = group;
+  ASSERT_EQ(by_verdict.count("leak"), 1u);
+  ASSERT_EQ(by_verdict.count("cache"), 1u);
+  EXPECT_EQ(by_verdict["leak"]["live_bytes"], 2500 * 200);  // every request's metadata
+  EXPECT_EQ(by_verdict["cache"]["live_bytes"], 400 * 2048);  // the 400 thumbnails
+  EXPECT_EQ(leak_functions(judged.report).size(), 1u);
+}
+
+TEST(JudgedRun, LeakInsideASystemLibraryIsNamedAtTheProgramsCall) {
+  Judged judged = judge({fixture("compressor_leak"), "120"});
+  for (const auto& group : judged.report["groups"]) {
+    const nlohmann::json& frame = group["first_user_frame"];
+    if (frame.is_object()) EXPECT_EQ(frame["module"].get<std::string>().find("libz"), std::string::npos) << group.dump(1);
+  }
+  bool state = false;
+  for (const auto& group : groups_named(judged.report, "open_compressor")) {
+    EXPECT_EQ(group["verdict"], "leak") << group["reason"];
+    state |= group["live_blocks"].get<int64_t>() >= 120 * 4;  // deflate's window, prev, head and pending buffers
+  }
+  EXPECT_TRUE(state) << "zlib's state, allocated inside deflateInit, is named at open_compressor";
+}
+
+TEST(JudgedRun, LeakInARequestLambdaOfAReleaseBinaryIsOneGroupNamedByTheLambda) {
+  Judged judged = judge({fixture("metrics_pool"), "2000"});
+  ASSERT_EQ(judged.run.out, "labels=2000\n");
+  std::vector<std::string> leaks = leak_functions(judged.report);
+  ASSERT_EQ(leaks.size(), 1u);
+  EXPECT_NE(leaks[0].find("main::{lambda"), std::string::npos) << leaks[0];
+  for (const auto& group : judged.report["groups"]) {
+    if (group["verdict"] != "leak") continue;
+    EXPECT_GE(group["parts"].size(), 2u) << "the map's node and its key string are one entry";
+    EXPECT_GE(group["live_blocks"].get<int64_t>(), 2 * 2000);
+  }
+}
+
+TEST(JudgedRun, FramesWithoutLineInformationGetNoMadeUpLine) {
+  Judged judged = judge({fixture("steady_leak_ci"), "20"});
+  int starts = 0;
+  for (const auto& site : judged.report["sites"]) {
+    for (const auto& frame : site["frames"]) {
+      if (frame["function"] != "_start") continue;
+      ++starts;
+      EXPECT_TRUE(frame["file"].is_null()) << frame.dump();  // crt1.o's _start has no debug info
+    }
+  }
+  EXPECT_GT(starts, 0);
 }
 
 TEST(JudgedRun, StartupWeightsAreStartup) {
