@@ -10,7 +10,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev           # integration test: a leak inside a system library (zlib)
-  libjemalloc2         # integration test: jemalloc preloaded below leakscope
+  libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools4 libmimalloc2.0  # integration tests: allocators preloaded below leakscope
   heaptrack            # benchmark peer
   python3              # a real program in the integration tests; the benchmark runner
   clang libclang-rt-14-dev  # the stream reader's libFuzzer target

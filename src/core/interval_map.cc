@@ -47,12 +47,16 @@ bool interval_map_insert(const Interval& interval) {
 }
 
 int interval_map_extract(uintptr_t begin, uintptr_t end, void (*on_cut)(const IntervalCut&, void*),
-                         void* context) {
+                         void* context, bool (*selects)(const Interval&)) {
   SpinLockGuard guard(g_lock);
   int met = 0;
   uint32_t index = first_ending_after(begin);
   while (index < g_intervals.size() && g_intervals[index].begin < end) {
     Interval current = g_intervals[index];
+    if (selects != nullptr && !selects(current)) {
+      ++index;
+      continue;
+    }
     ++met;
     IntervalCut cut;
     cut.removed = current;

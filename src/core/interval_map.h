@@ -16,9 +16,13 @@ namespace leakscope::internal {
 struct Interval {
   uintptr_t begin;
   uintptr_t end;  // exclusive
-  TripleId triple;
+  TripleId triple;  // kReservedRange for address space reserved but not accessible
   Epoch birth;
 };
+
+// The triple of a range mapped PROT_NONE: address space reserved (as Go and allocators reserve
+// it), not live memory; it belongs to no triple and is counted apart (recorder.h).
+constexpr TripleId kReservedRange = static_cast<TripleId>(UINT32_MAX);
 
 // What extracting a range did to one tracked interval.
 struct IntervalCut {
@@ -31,11 +35,11 @@ struct IntervalCut {
 // overlap. Returns false when memory is exhausted. Thread-safe.
 bool interval_map_insert(const Interval& interval);
 
-// interval_map_extract() removes [begin, end) from every tracked range it meets and calls
-// on_cut(cut, context) for each, under the map's lock (on_cut must not call out). Returns the
-// number of ranges met. Thread-safe.
+// interval_map_extract() removes [begin, end) from every tracked range it meets (only those
+// `selects` takes, when it is given) and calls on_cut(cut, context) for each, under the map's lock
+// (on_cut must not call out). Returns the number of ranges met. Thread-safe.
 int interval_map_extract(uintptr_t begin, uintptr_t end, void (*on_cut)(const IntervalCut&, void*),
-                         void* context);
+                         void* context, bool (*selects)(const Interval&) = nullptr);
 
 // interval_map_visit() calls visit(intervals, count, context) under the lock (snapshot writer).
 void interval_map_visit(void (*visit)(const Interval* intervals, uint32_t count, void* context),

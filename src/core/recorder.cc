@@ -1,10 +1,13 @@
 #include "core/recorder.h"
 
+#include <atomic>
+
 #include "core/epoch.h"
 #include "core/interval_map.h"
 #include "core/sampler.h"
 #include "core/stack_capture.h"
 #include "core/stack_depot.h"
+#include "core/stream_format.h"
 #include "core/thread_registry.h"
 #include "core/triple_registry.h"
 
@@ -12,6 +15,7 @@ namespace leakscope::internal {
 namespace {
 
 int g_depth = 64;  // the option's default until recorder_set_depth()
+constinit std::atomic<uint64_t> g_reserved_bytes{0};  // PROT_NONE bytes mapped and not committed
 
 // triple_cache_key() packs a (domain, task, stack) key for the per-thread cache; 0 = uncachable.
 inline uint64_t triple_cache_key(Domain domain, TaskId task, StackId stack) {
@@ -32,12 +36,23 @@ TripleEntry* triple_for(ThreadState* thread, Domain domain, StackId stack) {
   return triple;
 }
 
-// current_triple() captures the caller's stack and returns its triple, or nullptr.
-TripleEntry* current_triple(Domain domain, ThreadState* thread) {
-  if (thread == nullptr) return nullptr;
+// captured_stack() captures and interns the caller's stack; its frame buffer lives here, apart,
+// so that a recorder call on a small signal stack never reserves it.
+LS_NOINLINE StackId captured_stack(ThreadState* thread) {
   uintptr_t frames[kMaxStackDepth];
   int depth = stack_capture(thread, frames, g_depth);
-  return triple_for(thread, domain, depot_intern(frames, depth));
+  return depot_intern(frames, depth);
+}
+
+// current_triple() captures the caller's stack and returns its triple, or nullptr. On an
+// alternate signal stack too small for an unwind the stack is the one kSmallSignalStackFrame.
+TripleEntry* current_triple(Domain domain, ThreadState* thread) {
+  if (thread == nullptr) return nullptr;
+  if (LS_UNLIKELY(!stack_capture_has_room(thread))) {
+    uintptr_t marker = kSmallSignalStackFrame;
+    return triple_for(thread, domain, depot_intern(&marker, 1));
+  }
+  return triple_for(thread, domain, captured_stack(thread));
 }
 
 void count_freed(const AllocRecord& record, Epoch now) {
@@ -69,6 +84,10 @@ void put_record(const AllocRecord& record) {
 }
 
 void count_cut(const IntervalCut& cut, void* context) {
+  if (cut.removed.triple == kReservedRange) {
+    g_reserved_bytes.fetch_sub(cut.removed.end - cut.removed.begin, std::memory_order_relaxed);
+    return;
+  }
   TripleEntry* triple = triple_get_mutable(cut.removed.triple);
   if (triple == nullptr) return;
   Epoch now = *static_cast<const Epoch*>(context);
@@ -135,13 +154,37 @@ void recorder_count_freed(const AllocRecord& taken) { count_freed(taken, epoch_c
 
 void recorder_restore(const AllocRecord& taken) { put_record(taken); }
 
-void recorder_map(Domain domain, uintptr_t begin, size_t length) {
+void recorder_map(Domain domain, uintptr_t begin, size_t length, bool reserved) {
   recorder_unmap(begin, length);
+  if (reserved) {
+    if (interval_map_insert(Interval{begin, begin + length, kReservedRange, epoch_current()})) {
+      g_reserved_bytes.fetch_add(length, std::memory_order_relaxed);
+    }
+    return;
+  }
   TripleEntry* triple = current_triple(domain, thread_current());
   if (triple == nullptr) return;
   triple_record_alloc(triple, length, 1);  // mappings are few: always recorded, never sampled
   interval_map_insert(Interval{begin, begin + length, static_cast<TripleId>(triple->id), epoch_current()});
 }
+
+void recorder_protect(uintptr_t begin, size_t length, bool accessible) {
+  TakenRange taken;
+  taken.count = 0;
+  TakeContext context{&taken, epoch_current()};
+  // Only the parts that change kind are taken: reserved ones when made accessible, mapped ones
+  // when made PROT_NONE; whatever else is in the range keeps its record.
+  auto reserved = [](const Interval& interval) { return interval.triple == kReservedRange; };
+  auto mapped = [](const Interval& interval) { return interval.triple != kReservedRange; };
+  interval_map_extract(begin, begin + length, keep_cut, &context, accessible ? +reserved : +mapped);
+  for (int i = 0; i < taken.count; ++i) {
+    const Interval& part = taken.cuts[i].removed;
+    count_cut(taken.cuts[i], &context.now);
+    recorder_map(Domain::kMmap, part.begin, part.end - part.begin, !accessible);
+  }
+}
+
+uint64_t recorder_reserved_bytes() { return g_reserved_bytes.load(std::memory_order_relaxed); }
 
 void recorder_unmap(uintptr_t begin, size_t length) {
   runtime_poll_teardown();

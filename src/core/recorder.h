@@ -54,8 +54,16 @@ void recorder_count_freed(const AllocRecord& taken);
 void recorder_restore(const AllocRecord& taken);
 
 // recorder_map() records a new range of the mmap or brk domain; any tracked range it overlaps is
-// unmapped first (MAP_FIXED replaces mappings).
-void recorder_map(Domain domain, uintptr_t begin, size_t length);
+// unmapped first (MAP_FIXED replaces mappings, as Go commits what it reserved). A `reserved` range
+// (mapped PROT_NONE) is address space, not memory: it is counted apart (recorder_reserved_bytes()).
+void recorder_map(Domain domain, uintptr_t begin, size_t length, bool reserved = false);
+
+// recorder_protect() records an mprotect of [begin, begin + length): made accessible, the reserved
+// parts become mappings of the caller's; made PROT_NONE, the mapped parts go back to reserved.
+void recorder_protect(uintptr_t begin, size_t length, bool accessible);
+
+// recorder_reserved_bytes() is the address space reserved now (PROT_NONE, never made accessible).
+uint64_t recorder_reserved_bytes();
 
 // recorder_unmap() records that [begin, begin + length) is gone, splitting ranges as needed.
 void recorder_unmap(uintptr_t begin, size_t length);

@@ -109,18 +109,30 @@ bool expand_output_path(const char* pattern, pid_t pid, bool descendant, char* o
   return true;
 }
 
-// open_output() opens the stream file: the root process truncates its file; a descendant never
-// overwrites one, and takes "NAME.2", "NAME.3"... if its name is taken (an exec in the same pid).
+// create_stream() creates the stream file at `path`: exclusively, so never through a symlink
+// someone planted nor into a file that already exists (another user's, another run's), with mode
+// 0600 whatever the umask (stacks, paths, argv and options are the program's secrets), and locked
+// for the process's life so that `leakscope run` can tell a stream still being written from a
+// stale one. -errno on failure (-EEXIST: the name is taken).
+int create_stream(const char* path) {
+  int fd = sys::open_file(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND, 0600);
+  if (fd < 0) return fd;
+  sys::chmod_file(fd, 0600);
+  sys::lock_file(fd);
+  return fd;
+}
+
+// open_output() creates the stream file; a name that is taken gets ".2", ".3"... as an exec'd
+// image's does, so two processes with one output name each get a readable file.
 int open_output(bool descendant) {
   if (!expand_output_path(g_options.output.text, g_pid, descendant, g_output_path, sizeof(g_output_path))) {
     return -ENAMETOOLONG;
   }
-  if (!descendant) return sys::open_file(g_output_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
-  int fd = sys::open_file(g_output_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0644);
+  int fd = create_stream(g_output_path);
   size_t base_length = strlen(g_output_path);
   for (int attempt = 2; fd == -EEXIST && attempt < 1000; ++attempt) {
     snprintf(g_output_path + base_length, sizeof(g_output_path) - base_length, ".%d", attempt);
-    fd = sys::open_file(g_output_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0644);
+    fd = create_stream(g_output_path);
   }
   return fd;
 }
@@ -287,6 +299,14 @@ void finish(SnapshotReason reason, int signal_number) {
   }
 }
 
+// leave_outer_bookkeeping() ends a bookkeeping span that a Bookkeeping scope cannot express (one
+// that begins in one function and ends in another), delivering what was held meanwhile.
+void leave_outer_bookkeeping() {
+  if (--leakscope_tls_hook_depth == 0 && (leakscope_tls_held_signal | leakscope_tls_held_handlers) != 0) {
+    runtime_after_bookkeeping_slow();
+  }
+}
+
 void fork_prepare() {
   ++leakscope_tls_hook_depth;
   g_snapshot_lock.lock();
@@ -310,10 +330,13 @@ void fork_parent() {
   depot_after_fork_parent();
   module_map_after_fork_parent();
   g_snapshot_lock.unlock();
-  --leakscope_tls_hook_depth;
+  leave_outer_bookkeeping();
 }
 
 void fork_child() {
+  // What was held came to the parent, before the fork.
+  leakscope_tls_held_handlers = 0;
+  leakscope_tls_held_signal = 0;
   internal_alloc_after_fork_child();
   alloc_table_after_fork_child();
   interval_map_after_fork_child();
@@ -381,7 +404,7 @@ void runtime_init(RealFunctionResolver resolve_real_functions) {
   } else {
     runtime_disable(error);
   }
-  --leakscope_tls_hook_depth;
+  leave_outer_bookkeeping();
 }
 
 bool runtime_start() {
@@ -404,7 +427,9 @@ bool runtime_start() {
 const Options& runtime_options() { return g_options; }
 
 void runtime_after_bookkeeping_slow() {
+  if (leakscope_tls_held_handlers != 0) held_signals_deliver();
   int signal_number = leakscope_tls_held_signal;
+  if (signal_number == 0) return;
   leakscope_tls_held_signal = 0;
   runtime_fatal_signal_snapshot(signal_number);
   // The handler that held it was leakscope's (the program had none): end as the default would.

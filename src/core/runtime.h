@@ -16,6 +16,7 @@
 
 #include <atomic>
 
+#include "core/held_signals.h"
 #include "core/options.h"
 #include "core/stream_format.h"
 #include "core/types.h"
@@ -32,6 +33,7 @@ extern __thread int leakscope_tls_hook_depth __attribute__((tls_model("initial-e
 extern __thread int leakscope_tls_allocator_depth __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 // A fatal signal held back on this thread until its bookkeeping ends (signal_hooks.cc); 0 when none.
+// The program's own handlers held meanwhile are counted in held_signals.h.
 extern __thread int leakscope_tls_held_signal __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 namespace leakscope::internal {
@@ -45,17 +47,20 @@ enum RuntimeState : int {
 
 extern std::atomic<int> g_runtime_state;
 
-// runtime_after_bookkeeping_slow() delivers a fatal signal that arrived while this thread was in
-// leakscope's bookkeeping and was held until it left (signal_hooks.cc).
+// runtime_after_bookkeeping_slow() delivers the signals that arrived while this thread was in
+// leakscope's bookkeeping and were held until it left: the program's handlers first, in order,
+// then a fatal signal leakscope handles (signal_hooks.cc).
 void runtime_after_bookkeeping_slow();
 
 // Bookkeeping is the scope of leakscope's own work on a thread: a hook's record step, a snapshot,
-// a C API call. Leaving the outermost one delivers a fatal signal held meanwhile.
+// a C API call. Leaving the outermost one delivers the signals held meanwhile.
 class Bookkeeping {
  public:
   LS_ALWAYS_INLINE Bookkeeping() { ++leakscope_tls_hook_depth; }
   LS_ALWAYS_INLINE ~Bookkeeping() {
-    if (--leakscope_tls_hook_depth == 0 && LS_UNLIKELY(leakscope_tls_held_signal != 0)) runtime_after_bookkeeping_slow();
+    if (--leakscope_tls_hook_depth == 0 && LS_UNLIKELY((leakscope_tls_held_signal | leakscope_tls_held_handlers) != 0)) {
+      runtime_after_bookkeeping_slow();
+    }
   }
   Bookkeeping(const Bookkeeping&) = delete;
   Bookkeeping& operator=(const Bookkeeping&) = delete;

@@ -12,6 +12,7 @@
 #include "core/interval_map.h"
 #include "core/module_map.h"
 #include "core/proc_stats.h"
+#include "core/recorder.h"
 #include "core/sampler.h"
 #include "core/stack_depot.h"
 #include "core/sys.h"
@@ -249,6 +250,11 @@ struct WriterState {
   InternalArray<uint64_t> births_dirty;  // bit per triple id: recompute all its cells
   FrameBuilder frame;
   bool births_incomplete = false;
+  // Key snapshots (stream_format.h): how many snapshots and bytes since the last, and its size.
+  uint64_t snapshots_written = 0;
+  uint32_t snapshots_since_key = 0;
+  uint64_t bytes_since_key = 0;
+  uint64_t last_key_bytes = 0;
 };
 
 constinit WriterState g_writer;
@@ -283,6 +289,7 @@ void scan_intervals(const Interval* intervals, uint32_t count, void* data) {
   auto* scan = static_cast<ScanContext*>(data);
   for (uint32_t i = 0; i < count; ++i) {
     const Interval& interval = intervals[i];
+    if (interval.triple == kReservedRange) continue;  // address space, not memory
     uint64_t key = birth_key(interval.triple, interval.birth);
     if (raw(interval.triple) >= scan->triples_end || !recompute_cell(key)) continue;
     if (!g_writer.births.add(key, static_cast<int64_t>(interval.end - interval.begin), 1)) {
@@ -310,6 +317,7 @@ void write_info(FrameBuilder& frame, Epoch closed, SnapshotReason reason, int si
   frame.varint(stats.hwm_bytes);
   frame.varint(internal_mapped_bytes());
   frame.varint(alloc_table_live_blocks());
+  frame.varint(recorder_reserved_bytes());
   frame.end_record(mark);
 }
 
@@ -695,7 +703,7 @@ int ensure_output() {
     return 0;
   }
   // Closed, or the number now belongs to one of the program's files: never write there.
-  int reopened = sys::open_file(g_writer.path, O_WRONLY | O_APPEND, 0);
+  int reopened = sys::open_file(g_writer.path, O_WRONLY | O_APPEND | O_NOFOLLOW, 0);
   if (reopened < 0) return -ESTALE;
   if (!sys::file_identity(reopened, &device, &inode) || device != g_writer.file_device ||
       inode != g_writer.file_inode) {
@@ -710,6 +718,10 @@ int ensure_output() {
 
 int snapshot_writer_open(int fd, const char* path, const ProcessDescription& process) {
   reset_emitted_state();
+  g_writer.snapshots_written = 0;
+  g_writer.snapshots_since_key = 0;
+  g_writer.bytes_since_key = 0;
+  g_writer.last_key_bytes = 0;
   g_writer.fd = sys::move_fd_high(fd);
   g_writer.path = path;
   if (!sys::file_identity(g_writer.fd, &g_writer.file_device, &g_writer.file_inode)) return -EBADF;
@@ -753,8 +765,14 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   uint32_t threads_end = thread_end_idx();
   uint32_t tasks_end = task_end_id();
 
+  // A key repeats what the stream holds, so that a reader can start over at it; the first
+  // snapshot is one by nature.
+  bool key = g_writer.snapshots_written == 0 ||
+             (!final && g_writer.snapshots_since_key >= kKeySnapshotEvery &&
+              g_writer.bytes_since_key >= 2 * g_writer.last_key_bytes);
+  if (key && g_writer.snapshots_written != 0) reset_emitted_state();
   FrameBuilder& frame = g_writer.frame;
-  frame.start(FrameType::kSnapshot);
+  frame.start(key ? FrameType::kKeySnapshot : FrameType::kSnapshot);
   write_info(frame, closed, reason, signal_number, final);
   write_modules(frame);
   write_stacks(frame, stacks_end);
@@ -770,6 +788,15 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   if (!frame.finish()) return -ENOMEM;
   int error = ensure_output();
   if (error == 0) error = sys::write_all(g_writer.fd, frame.data(), frame.size());
+  ++g_writer.snapshots_written;
+  if (key) {
+    g_writer.snapshots_since_key = 0;
+    g_writer.bytes_since_key = 0;
+    g_writer.last_key_bytes = frame.size();
+  } else {
+    ++g_writer.snapshots_since_key;
+    g_writer.bytes_since_key += frame.size();
+  }
   frame.trim();
   return error;
 }

@@ -22,8 +22,24 @@ void stack_capture_init(OptionUnwind mode);
 
 // stack_capture() fills at most `max_depth` frames of the calling thread (whose state is
 // `thread`) and returns how many. Thread-safe; does not allocate through malloc; not signal-safe
-// (libunwind takes loader locks).
+// (libunwind takes loader locks). Needs kCaptureStackNeed bytes of stack: callers check
+// stack_capture_has_room() first.
 int stack_capture(ThreadState* thread, uintptr_t* frames, int max_depth);
+
+// The stack an unwind needs below the hook (libunwind's context and cursor, the frame buffers),
+// with room to spare.
+constexpr uintptr_t kCaptureStackNeed = 16 * 1024;
+
+// stack_capture_has_room() is false when the thread runs on an alternate signal stack with less
+// than kCaptureStackNeed left below the caller (a handler on a 4 KiB sigaltstack): the allocation
+// is then recorded without its stack. Cheap on the thread's own stack (two compares); one
+// sigaltstack system call elsewhere.
+bool stack_capture_has_room(ThreadState* thread);
+
+// stack_capture_thread_bounds() reads the thread's stack range into `thread` once; false when
+// pthread cannot tell it. pthread_getattr_np may read /proc for the main thread (allocating): it
+// runs inside the recorder, so that allocation passes through unrecorded.
+bool stack_capture_thread_bounds(ThreadState* thread);
 
 // stack_capture_libunwind() and stack_capture_frame_pointers() are the two backends; the latter
 // returns 0 when its walk cannot be trusted.

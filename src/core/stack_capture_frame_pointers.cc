@@ -5,6 +5,9 @@
 // misaligned, or a zero return address), and gives up (returns 0, and the caller uses libunwind)
 // when that leaves fewer than kMinTrustedFrames frames of the program.
 #include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/stack_capture.h"
 #include "core/thread_registry.h"
@@ -16,9 +19,9 @@ namespace {
 constexpr int kMinTrustedFrames = 3;
 constexpr int kOwnFrameAllowance = 8;
 
-// stack_bounds() reads the thread's stack range once. pthread_getattr_np may read /proc for the
-// main thread (allocating): it runs inside a hook, so that allocation passes through unrecorded.
-bool stack_bounds(ThreadState* thread) {
+}  // namespace
+
+bool stack_capture_thread_bounds(ThreadState* thread) {
   if (thread->stack_end != 0) return true;
   pthread_attr_t attributes;
   if (pthread_getattr_np(pthread_self(), &attributes) != 0) return false;
@@ -32,10 +35,16 @@ bool stack_bounds(ThreadState* thread) {
   return true;
 }
 
-}  // namespace
+bool stack_capture_has_room(ThreadState* thread) {
+  uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  if (stack_capture_thread_bounds(thread) && here >= thread->stack_begin && here < thread->stack_end) return true;
+  stack_t alternate;
+  if (syscall(SYS_sigaltstack, nullptr, &alternate) != 0 || (alternate.ss_flags & SS_ONSTACK) == 0) return true;
+  return here - reinterpret_cast<uintptr_t>(alternate.ss_sp) >= kCaptureStackNeed;
+}
 
 int stack_capture_frame_pointers(ThreadState* thread, uintptr_t* frames, int max_depth) {
-  if (thread == nullptr || !stack_bounds(thread)) return 0;
+  if (thread == nullptr || !stack_capture_thread_bounds(thread)) return 0;
   uintptr_t frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   // Callers' frames live between this frame and the top of the stack; nothing below this frame is
   // read (for the main thread, the range pthread reports reaches far below what is mapped). The

@@ -27,9 +27,15 @@ constexpr size_t kFrameHeaderSize = 16;
 constexpr uint32_t kMaxFramePayload = 1u << 30;
 
 enum class FrameType : uint32_t {
-  kProcess = 1,   // once, first: who is being traced (see FORMAT.md)
-  kSnapshot = 2,  // the state at the end of one epoch, as sections
+  kProcess = 1,      // once, first: who is being traced (see FORMAT.md)
+  kSnapshot = 2,     // the state at the end of one epoch, as sections, against the one before
+  kKeySnapshot = 3,  // the same, whole: every definition again, counters and births absolute, so
+                     // a reader can resume at it after a damaged frame
 };
+
+// A key snapshot is written at most every kKeySnapshotEvery snapshots, and only once the stream
+// has grown by twice the last key's size since it, so keys stay a third of the stream at most.
+constexpr uint32_t kKeySnapshotEvery = 64;
 
 enum class SectionTag : uint32_t {
   kInfo = 1,
@@ -58,6 +64,10 @@ enum class SnapshotReason : uint32_t {
   kMainReturned = 7,    // teardown begins at main's return: main's own locals are already destroyed
   kQuickExit = 8,       // the final one at quick_exit(): at_quick_exit handlers run after it
 };
+
+// A stack that holds only this frame was not taken: the allocation was made on an alternate
+// signal stack too small for an unwind (docs/FORMAT.md, STACKS).
+constexpr uint64_t kSmallSignalStackFrame = 1;
 
 // A varint takes at most this many bytes.
 constexpr size_t kMaxVarintSize = 10;

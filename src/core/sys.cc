@@ -5,6 +5,7 @@
 #include <linux/futex.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -29,6 +30,10 @@ int open_file(const char* path, int flags, int mode) {
 }
 
 int close_file(int fd) { return static_cast<int>(checked(syscall(SYS_close, fd))); }
+
+int chmod_file(int fd, int mode) { return static_cast<int>(checked(syscall(SYS_fchmod, fd, mode))); }
+
+int lock_file(int fd) { return static_cast<int>(checked(syscall(SYS_flock, fd, LOCK_EX | LOCK_NB))); }
 
 long read_some(int fd, void* buffer, size_t size) {
   for (;;) {

@@ -33,6 +33,11 @@ long read_link(const char* path, char* buffer, size_t size);
 // alone. Returns `fd` unchanged when no high descriptor is free.
 int move_fd_high(int fd);
 
+// chmod_file() sets the mode of the file behind `fd` (fchmod). lock_file() takes an exclusive
+// advisory lock on it (flock LOCK_EX | LOCK_NB), held until every descriptor of it is closed.
+int chmod_file(int fd, int mode);
+int lock_file(int fd);
+
 // file_identity() reads the device and inode behind `fd`; false when fd is not open.
 bool file_identity(int fd, uint64_t* device, uint64_t* inode);
 

@@ -1,5 +1,5 @@
-// Handlers for mapped memory: mmap, mmap64, munmap, mremap (domain mmap) and brk, sbrk (domain
-// brk). Sizes are whole pages, as the kernel maps them. glibc's malloc maps memory through
+// Handlers for mapped memory: mmap, mmap64, munmap, mremap, mprotect (domain mmap) and brk, sbrk
+// (domain brk). Sizes are whole pages, as the kernel maps them. glibc's malloc maps memory through
 // internal calls these hooks never see, so heap bytes are not counted twice.
 #include <stdarg.h>
 #include <sys/mman.h>
@@ -24,13 +24,15 @@ bool page_aligned(const void* address) {
   return (reinterpret_cast<uintptr_t>(address) & (sys::page_size() - 1)) == 0;
 }
 
+// A PROT_NONE mapping reserves address space (Go's heap arenas, allocators' reservations): it is
+// counted apart, and becomes memory when made accessible (mprotect, or an mmap MAP_FIXED over it).
 template <typename Call>
-LS_ALWAYS_INLINE void* map_recorded(size_t length, Call&& call) {
+LS_ALWAYS_INLINE void* map_recorded(size_t length, int protection, Call&& call) {
   if (!hook_should_record()) return call();
   void* result = call();
   if (result != MAP_FAILED) {
     Bookkeeping record;
-    recorder_map(Domain::kMmap, reinterpret_cast<uintptr_t>(result), round_to_page(length));
+    recorder_map(Domain::kMmap, reinterpret_cast<uintptr_t>(result), round_to_page(length), protection == PROT_NONE);
   }
   return result;
 }
@@ -38,7 +40,7 @@ LS_ALWAYS_INLINE void* map_recorded(size_t length, Call&& call) {
 }  // namespace
 
 void* handle_mmap(void* address, size_t length, int protection, int flags, int fd, off_t offset) {
-  return map_recorded(length, [&] {
+  return map_recorded(length, protection, [&] {
     if (g_real.mmap == nullptr) {
       return reinterpret_cast<void*>(syscall(SYS_mmap, address, length, protection, flags, fd, offset));
     }
@@ -47,7 +49,7 @@ void* handle_mmap(void* address, size_t length, int protection, int flags, int f
 }
 
 void* handle_mmap64(void* address, size_t length, int protection, int flags, int fd, off64_t offset) {
-  return map_recorded(length, [&] {
+  return map_recorded(length, protection, [&] {
     if (g_real.mmap64 == nullptr) {
       return reinterpret_cast<void*>(syscall(SYS_mmap, address, length, protection, flags, fd, offset));
     }
@@ -87,12 +89,24 @@ void* handle_mremap(void* old_address, size_t old_length, size_t new_length, int
     recorder_restore_range(taken);
   } else {
     Domain domain = Domain::kMmap;
+    bool reserved = taken.count > 0;
+    for (int i = 0; i < taken.count; ++i) reserved &= taken.cuts[i].removed.triple == kReservedRange;
     if (taken.count > 0) {
       const TripleEntry* owner = triple_get(taken.cuts[0].removed.triple);
       if (owner != nullptr) domain = owner->site->domain;
     }
     recorder_count_range_freed(taken);
-    recorder_map(domain, reinterpret_cast<uintptr_t>(result), round_to_page(new_length));
+    recorder_map(domain, reinterpret_cast<uintptr_t>(result), round_to_page(new_length), reserved);
+  }
+  return result;
+}
+
+int handle_mprotect(void* address, size_t length, int protection) {
+  if (!hook_should_record()) return g_real.mprotect(address, length, protection);
+  int result = g_real.mprotect(address, length, protection);
+  if (result == 0 && length != 0 && page_aligned(address)) {
+    Bookkeeping record;
+    recorder_protect(reinterpret_cast<uintptr_t>(address), round_to_page(length), protection != PROT_NONE);
   }
   return result;
 }

@@ -6,6 +6,7 @@
 
 #include <atomic>
 
+#include "core/held_signals.h"
 #include "core/runtime.h"
 #include "core/sys.h"
 #include "interpose/hooks.h"
@@ -21,8 +22,19 @@ constexpr int kFatalSignals[] = {SIGHUP,  SIGINT,  SIGQUIT,   SIGILL,  SIGTRAP, 
 // Whether the disposition of a signal is ours (and so reported to the program as SIG_DFL).
 std::atomic<bool> g_ours[NSIG];
 
+// The handler the program installed for each signal, which the kernel reaches through
+// on_program_signal. The handler pointer is stored last, so a delivery that sees it sees the rest.
+struct ProgramSlot {
+  std::atomic<void*> handler;
+  std::atomic<int> flags;
+  sigset_t mask;
+};
+ProgramSlot g_program[NSIG];
+
+bool valid(int signal_number) { return signal_number > 0 && signal_number < NSIG; }
+
 bool is_ours(int signal_number) {
-  return signal_number > 0 && signal_number < NSIG && g_ours[signal_number].load(std::memory_order_acquire);
+  return valid(signal_number) && g_ours[signal_number].load(std::memory_order_acquire);
 }
 
 // is_fault() tells a signal the kernel raised for the instruction the thread was executing (it
@@ -50,6 +62,36 @@ void on_fatal_signal(int signal_number, siginfo_t* info, void*) {
   errno = saved_errno;
 }
 
+// on_program_signal() stands in front of every handler the program installs. Outside leakscope's
+// bookkeeping it calls the handler at once; inside, it holds it until the bookkeeping ends
+// (held_signals.h). A fault cannot wait: its handler runs at once, and what it allocates then is
+// not recorded.
+void on_program_signal(int signal_number, siginfo_t* info, void* context) {
+  ProgramAction action;
+  action.handler = g_program[signal_number].handler.load(std::memory_order_acquire);
+  action.flags = g_program[signal_number].flags.load(std::memory_order_relaxed);
+  action.mask = g_program[signal_number].mask;
+  if (action.handler == nullptr) return;  // replaced as it arrived
+  if (leakscope_tls_hook_depth != 0 && !is_fault(signal_number, info) &&
+      held_signals_hold(action, signal_number, info, context)) {
+    return;
+  }
+  // Interrupting the real allocator (the case that is undefined without leakscope too) or a hook's
+  // real call: the handler's allocations are its own.
+  int allocator_depth = leakscope_tls_allocator_depth;
+  leakscope_tls_allocator_depth = 0;
+  run_program_handler(action, signal_number, info, context);
+  leakscope_tls_allocator_depth = allocator_depth;
+}
+
+bool is_function(const struct sigaction& action) {
+  return (action.sa_flags & SA_SIGINFO) != 0 || (action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN);
+}
+
+bool is_program_trampoline(const struct sigaction& action) {
+  return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == on_program_signal;
+}
+
 bool install(int signal_number) {
   struct sigaction current;
   if (g_real.sigaction(signal_number, nullptr, &current) != 0) return false;
@@ -64,6 +106,24 @@ bool install(int signal_number) {
   return true;
 }
 
+// what_the_program_sees() turns the kernel's disposition into the one the program installed.
+void what_the_program_sees(int signal_number, const struct sigaction& kernel, struct sigaction* seen) {
+  *seen = kernel;
+  if (is_ours(signal_number)) {
+    memset(seen, 0, sizeof(*seen));
+    seen->sa_handler = SIG_DFL;
+  } else if (is_program_trampoline(kernel)) {
+    ProgramSlot& slot = g_program[signal_number];
+    seen->sa_flags = slot.flags.load(std::memory_order_relaxed);
+    seen->sa_mask = slot.mask;
+    if ((seen->sa_flags & SA_SIGINFO) != 0) {
+      seen->sa_sigaction = reinterpret_cast<void (*)(int, siginfo_t*, void*)>(slot.handler.load(std::memory_order_acquire));
+    } else {
+      seen->sa_handler = reinterpret_cast<sighandler_t>(slot.handler.load(std::memory_order_acquire));
+    }
+  }
+}
+
 }  // namespace
 
 void signal_hooks_install() {
@@ -72,25 +132,43 @@ void signal_hooks_install() {
 }
 
 int handle_sigaction(int signal_number, const struct sigaction* action, struct sigaction* previous) {
-  if (!is_ours(signal_number)) return g_real.sigaction(signal_number, action, previous);
-  struct sigaction as_default;
-  memset(&as_default, 0, sizeof(as_default));
-  as_default.sa_handler = SIG_DFL;
+  if (!valid(signal_number) || signal_number == SIGKILL || signal_number == SIGSTOP) {
+    return g_real.sigaction(signal_number, action, previous);
+  }
+  struct sigaction kernel, seen;
+  if (g_real.sigaction(signal_number, nullptr, &kernel) != 0) return -1;
+  what_the_program_sees(signal_number, kernel, &seen);
   if (action != nullptr) {
-    int result = g_real.sigaction(signal_number, action, nullptr);
-    if (result != 0) return result;
+    struct sigaction installed = *action;
+    if (is_function(*action)) {
+      ProgramSlot& slot = g_program[signal_number];
+      slot.handler.store(nullptr, std::memory_order_release);
+      slot.mask = action->sa_mask;
+      slot.flags.store(action->sa_flags, std::memory_order_relaxed);
+      slot.handler.store((action->sa_flags & SA_SIGINFO) != 0 ? reinterpret_cast<void*>(action->sa_sigaction)
+                                                                : reinterpret_cast<void*>(action->sa_handler),
+                         std::memory_order_release);
+      installed.sa_sigaction = on_program_signal;
+      installed.sa_flags |= SA_SIGINFO;
+    }
+    if (g_real.sigaction(signal_number, &installed, nullptr) != 0) return -1;
     g_ours[signal_number].store(false, std::memory_order_release);
   }
-  if (previous != nullptr) *previous = as_default;
+  if (previous != nullptr) *previous = seen;
   return 0;
 }
 
 sighandler_t handle_signal(int signal_number, sighandler_t handler) {
-  if (!is_ours(signal_number)) return g_real.signal(signal_number, handler);
-  sighandler_t replaced = g_real.signal(signal_number, handler);
-  if (replaced == SIG_ERR) return SIG_ERR;
-  g_ours[signal_number].store(false, std::memory_order_release);
-  return SIG_DFL;
+  // As glibc's signal(): BSD semantics, the signal blocked while its handler runs.
+  struct sigaction action;
+  memset(&action, 0, sizeof(action));
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  if (valid(signal_number)) sigaddset(&action.sa_mask, signal_number);
+  action.sa_flags = SA_RESTART;
+  struct sigaction previous;
+  if (handle_sigaction(signal_number, &action, &previous) != 0) return SIG_ERR;
+  return previous.sa_handler;
 }
 
 }  // namespace leakscope::internal

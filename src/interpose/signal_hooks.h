@@ -7,6 +7,11 @@
 // handler, it is the program's. Our handler has the writer thread write the final snapshot
 // (runtime.h), restores SIG_DFL and re-raises, so the process ends with the same signal and
 // status; a signal sent while the thread is in leakscope's bookkeeping is held until it leaves it.
+//
+// Every handler the program installs through sigaction or signal is reached through a stand-in of
+// leakscope's, which holds it while its thread is in leakscope's bookkeeping (held_signals.h), so
+// what a handler allocates is counted exactly; the hooks report the program's own handler, flags
+// and mask back to it. Handlers installed by raw system calls (Go's runtime) are not seen.
 #ifndef LEAKSCOPE_INTERPOSE_SIGNAL_HOOKS_H_
 #define LEAKSCOPE_INTERPOSE_SIGNAL_HOOKS_H_
 

@@ -96,7 +96,7 @@ void RunState::apply(const Frame& frame, const StreamReader& reader) {
       apply_process(cursor);
     } else {
       if (!has_process_) throw Malformed{"snapshot before the process frame"};
-      apply_snapshot(cursor);
+      apply_snapshot(cursor, frame.type == FrameType::kKeySnapshot);
     }
   } catch (const Malformed& malformed) {
     throw reader.error(frame.index, frame.offset, "malformed: " + malformed.what);
@@ -128,10 +128,22 @@ void RunState::apply_process(PayloadCursor& cursor) {
   has_process_ = true;
 }
 
-void RunState::apply_snapshot(PayloadCursor& payload) {
+void RunState::clear_cumulative_state() {
+  for (Triple& triple : triples_) {
+    triple.alloc_count = triple.alloc_bytes = triple.free_count = triple.free_bytes = triple.split_count = 0;
+  }
+  for (Site& site : sites_) {
+    site.live_bytes = site.live_blocks = 0;
+    site.births.clear();
+  }
+  domain_live_bytes_ = {};
+}
+
+void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
   uint32_t epoch = last_snapshot_.epoch;
   for (uint32_t id : active_triples_) triples_[id].last = EpochActivity{};
   active_triples_.clear();
+  if (key) clear_cumulative_state();
   while (!payload.done()) {
     uint64_t tag = payload.varint("section tag");
     PayloadCursor cursor = payload.section(payload.varint("section length"));
@@ -153,6 +165,7 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
         info.hwm_bytes = cursor.varint("hwm");
         info.overhead_bytes = cursor.varint("overhead");
         info.tracked_heap_blocks = cursor.varint("tracked blocks");
+        info.reserved_bytes = cursor.done() ? 0 : cursor.varint("reserved");
         epoch_close_ns_[epoch] = info.time_ns;
         break;
       }
@@ -173,6 +186,7 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
           }
           module.load_ns = cursor.varint("load time");
           module.load_epoch = cursor.u32("load epoch");
+          if (key && module.id < modules_.size()) continue;  // a key snapshot repeats what is known
           if (module.id != modules_.size()) throw Malformed{"module ids out of order"};
           modules_.push_back(std::move(module));
         }
@@ -190,13 +204,14 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
         for (uint64_t n = cursor.count("stack count"); n > 0; --n) {
           Stack& stack = slot(stacks_, cursor.u32("stack id"), "stack");
           uint64_t depth = cursor.count("stack depth");
+          bool known = !stack.frames.empty();
           stack.frames.clear();
           uint64_t address = 0;
           for (uint64_t i = 0; i < depth; ++i) {
             address += static_cast<uint64_t>(cursor.signed_varint("frame"));
             stack.frames.push_back(address);
           }
-          stack.first_epoch = epoch;
+          if (!known) stack.first_epoch = epoch;
         }
         break;
       case SectionTag::kThreads:
@@ -223,7 +238,7 @@ void RunState::apply_snapshot(PayloadCursor& payload) {
           if (domain >= static_cast<uint32_t>(kDomainCount)) throw Malformed{"unknown domain " + std::to_string(domain)};
           site.domain = static_cast<Domain>(domain);
           site.stack = cursor.u32("site stack");
-          site.first_seen_ns = last_snapshot_.time_ns;
+          if (!site.known) site.first_seen_ns = last_snapshot_.time_ns;
           if (site.stack != 0 && (site.stack >= stacks_.size() || stacks_[site.stack].frames.empty())) {
             throw Malformed{"site refers to undefined stack " + std::to_string(site.stack)};
           }
@@ -339,12 +354,24 @@ void read_run(StreamReader& reader, uint32_t at, RunState* state,
   Frame frame;
   while ((at == 0 || state->snapshot_count() < at) && reader.next(&frame)) {
     state->apply(frame, reader);
-    if (frame.type == FrameType::kSnapshot) on_snapshot(*state);
+    if (frame.type != FrameType::kProcess) on_snapshot(*state);
   }
   if (!state->has_process()) throw StreamError(path + ": no complete process frame (the file is truncated)");
   if (reader.torn()) {
     std::fprintf(stderr, "leakscope: warning: %s: last frame torn at offset %llu (process killed while writing); ignored\n",
                  path.c_str(), static_cast<unsigned long long>(reader.torn_offset()));
+  }
+  for (const DamagedSpan& span : reader.damaged()) {
+    std::string passed = span.frames_passed == 0 ? "" : ", and " + std::to_string(span.frames_passed) + " intact frames after it";
+    if (span.resumed) {
+      std::fprintf(stderr, "leakscope: warning: %s: damaged from offset %llu to %llu (%s)%s lost; read on from the key "
+                   "snapshot there\n", path.c_str(), static_cast<unsigned long long>(span.begin),
+                   static_cast<unsigned long long>(span.end), span.fault.c_str(), passed.c_str());
+    } else {
+      std::fprintf(stderr, "leakscope: warning: %s: damaged from offset %llu (%s)%s; no key snapshot follows, so the "
+                   "stream is read up to there\n", path.c_str(), static_cast<unsigned long long>(span.begin),
+                   span.fault.c_str(), passed.c_str());
+    }
   }
   if (at != 0 && state->snapshot_count() < at) {
     throw StreamError(path + ": has " + std::to_string(state->snapshot_count()) + " snapshots; --at " +

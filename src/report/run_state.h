@@ -49,6 +49,7 @@ struct SnapshotInfo {
            hwm_bytes = 0;
   uint64_t overhead_bytes = 0;
   uint64_t tracked_heap_blocks = 0;
+  uint64_t reserved_bytes = 0;  // address space mapped PROT_NONE, not memory (0 in older streams)
 };
 
 struct ModuleSegment {
@@ -146,7 +147,10 @@ class RunState {
 
  private:
   void apply_process(class PayloadCursor& cursor);
-  void apply_snapshot(class PayloadCursor& cursor);
+  // apply_snapshot() applies a snapshot; a key one (`key`) holds absolute counters and births and
+  // repeats every definition, so the cumulative state is cleared first.
+  void apply_snapshot(class PayloadCursor& cursor, bool key);
+  void clear_cumulative_state();
 
   bool has_process_ = false;
   ProcessInfo process_;

@@ -56,6 +56,7 @@ nlohmann::json run_header_json(const RunHeader& header) {
   document["pss_bytes"] = shown.pss_bytes;
   document["peak_rss_bytes"] = shown.hwm_bytes;
   document["overhead_bytes"] = shown.overhead_bytes;
+  document["reserved_bytes"] = shown.reserved_bytes;
   document["sample_interval_bytes"] = state.process().sample_interval;
   nlohmann::json domains = nlohmann::json::object();
   for (size_t d = 0; d < header.live_bytes_by_domain.size(); ++d) {
@@ -82,6 +83,10 @@ std::string run_header_text(const RunHeader& header, const std::string& title) {
                            format_bytes(header.live_bytes_by_domain[d]));
   }
   out += fmt::format("live: {}\n", domains.empty() ? "nothing" : domains);
+  if (shown.reserved_bytes != 0) {
+    out += fmt::format("reserved address space: {} (mapped PROT_NONE: not memory until made accessible)\n",
+                       format_bytes(static_cast<int64_t>(shown.reserved_bytes)));
+  }
   out += fmt::format("RSS {} (peak {}) · PSS {} · leakscope's own memory {}\n",
                      format_bytes(static_cast<int64_t>(shown.rss_bytes)), format_bytes(static_cast<int64_t>(shown.hwm_bytes)),
                      format_bytes(static_cast<int64_t>(shown.pss_bytes)), format_bytes(static_cast<int64_t>(shown.overhead_bytes)));
@@ -176,7 +181,7 @@ std::string frame_text(const SymbolizedFrame& frame, size_t width) {
   std::string file = frame.file.empty() ? "" : fmt::format(" ({}:{})", module_base_name(frame.file), frame.line);
   std::string module = frame.module.find(" (") == std::string::npos ? module_base_name(frame.module) : frame.module;
   if (frame.folded > 0) return frame.function;
-  std::string tail = file + (frame.inlined ? " (inlined)" : " [" + module + "]");
+  std::string tail = file + (frame.inlined ? " (inlined)" : module.empty() ? "" : " [" + module + "]");
   // The function's name comes first; where it is from is cut when they do not fit together.
   if (tail.size() + 20 > width) tail = file.size() + 20 <= width ? file : "";
   size_t room = width > tail.size() + 12 ? width - tail.size() : 12;

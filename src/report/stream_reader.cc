@@ -12,6 +12,104 @@ namespace leakscope::report {
 
 using namespace leakscope::internal;
 
+namespace {
+
+constexpr size_t kScanChunk = 64 * 1024;
+
+bool known_type(uint32_t type) {
+  return type == static_cast<uint32_t>(FrameType::kProcess) || type == static_cast<uint32_t>(FrameType::kSnapshot) ||
+         type == static_cast<uint32_t>(FrameType::kKeySnapshot);
+}
+
+}  // namespace
+
+// Cursor walks the frames of a file from an offset, with its own position: each read seeks
+// first, so the skim and the main pass can share the FILE.
+class StreamReader::Cursor {
+ public:
+  enum class Read { kFrame, kEnd, kTorn, kDamaged };
+
+  Cursor(FILE* file, int64_t file_size, uint64_t offset) : file_(file), file_size_(file_size), offset_(offset) {}
+
+  // read() reads the frame at the position: kFrame (then the position moves past it), kEnd at a
+  // frame boundary at the end of the file, kTorn for a frame cut short by the end, kDamaged (with
+  // *fault) for anything else.
+  Read read(std::string* fault) {
+    uint8_t header[kFrameHeaderSize];
+    if (fseek(file_, static_cast<long>(offset_), SEEK_SET) != 0) return Read::kEnd;
+    size_t got = fread(header, 1, sizeof(header), file_);
+    if (got == 0) return Read::kEnd;
+    if (got < sizeof(header)) return Read::kTorn;
+    if (le32_get(header) != kFrameMarker) return damaged(fault, "bad frame marker");
+    type_ = le32_get(header + 4);
+    uint32_t size = le32_get(header + 8);
+    if (size > kMaxFramePayload) return damaged(fault, "frame length " + std::to_string(size) + " is implausible");
+    // Never allocate for bytes the file does not have: such a frame can only be torn.
+    if (file_size_ >= 0 && offset_ + sizeof(header) + size > static_cast<uint64_t>(file_size_)) return Read::kTorn;
+    payload_.resize(size);
+    if (fread(payload_.data(), 1, size, file_) < size) return Read::kTorn;
+    if (crc32c_extend(crc32c_extend(0, header + 4, 8), payload_.data(), size) != le32_get(header + 12)) {
+      return damaged(fault, "bad checksum");
+    }
+    if (!known_type(type_)) return damaged(fault, "unknown frame type " + std::to_string(type_));
+    frame_offset_ = offset_;
+    offset_ += sizeof(header) + size;
+    return Read::kFrame;
+  }
+
+  // resume() looks past damage at `from` for the next key snapshot, passing over the intact frames
+  // before it (counted in *passed): they hold changes against a state that was lost. True when it
+  // is found, read and ready (the position is past it).
+  bool resume(uint64_t from, uint32_t* passed) {
+    uint64_t at = from;
+    std::vector<uint8_t> chunk(kScanChunk + 3);
+    for (;;) {
+      // The next place the marker's four bytes appear.
+      if (fseek(file_, static_cast<long>(at), SEEK_SET) != 0) return false;
+      size_t got = fread(chunk.data(), 1, chunk.size(), file_);
+      if (got < 4) return false;
+      size_t found = SIZE_MAX;
+      for (size_t i = 0; i + 4 <= got; ++i) {
+        if (le32_get(chunk.data() + i) == kFrameMarker) {
+          found = i;
+          break;
+        }
+      }
+      if (found == SIZE_MAX) {
+        at += got - 3;
+        continue;
+      }
+      offset_ = at + found;
+      std::string fault;
+      if (read(&fault) != Read::kFrame) {
+        at = at + found + 1;
+        continue;
+      }
+      if (type_ == static_cast<uint32_t>(FrameType::kKeySnapshot)) return true;
+      ++*passed;
+      at = offset_;
+    }
+  }
+
+  uint64_t offset() const { return offset_; }
+  uint64_t frame_offset() const { return frame_offset_; }
+  uint32_t type() const { return type_; }
+  const std::vector<uint8_t>& payload() const { return payload_; }
+
+ private:
+  Read damaged(std::string* fault, const std::string& what) {
+    *fault = what;
+    return Read::kDamaged;
+  }
+
+  FILE* file_;
+  int64_t file_size_;
+  uint64_t offset_;
+  uint64_t frame_offset_ = 0;
+  uint32_t type_ = 0;
+  std::vector<uint8_t> payload_;
+};
+
 StreamReader::StreamReader(std::string path) : path_(std::move(path)), file_(nullptr, fclose) {
   file_.reset(fopen(path_.c_str(), "rb"));
   if (!file_) throw StreamError(path_ + ": " + std::strerror(errno));
@@ -26,6 +124,8 @@ StreamReader::StreamReader(std::string name, FILE* file) : path_(std::move(name)
   if (!file_) throw StreamError(path_ + ": cannot be read");
   read_file_header();
 }
+
+StreamReader::~StreamReader() = default;
 
 void StreamReader::read_file_header() {
   if (fseek(file_.get(), 0, SEEK_END) == 0) {
@@ -44,7 +144,7 @@ void StreamReader::read_file_header() {
     throw StreamError(path_ + ": unsupported format version " + std::to_string(version) +
                       " (this leakscope reads version " + std::to_string(kFormatVersion) + ")");
   }
-  offset_ = kFileHeaderSize;
+  cursor_ = std::make_unique<Cursor>(file_.get(), file_size_, kFileHeaderSize);
 }
 
 StreamError StreamReader::error(uint32_t index, uint64_t offset, const std::string& what) const {
@@ -52,78 +152,85 @@ StreamError StreamReader::error(uint32_t index, uint64_t offset, const std::stri
                      ": " + what);
 }
 
-bool StreamReader::next(Frame* frame) {
-  uint8_t header[kFrameHeaderSize];
-  size_t got = fread(header, 1, sizeof(header), file_.get());
-  if (got == 0) return false;
-  auto torn_here = [&] {
-    torn_ = true;
-    torn_offset_ = offset_;
-    return false;
-  };
-  if (got < sizeof(header)) return torn_here();
-  if (le32_get(header) != kFrameMarker) throw error(index_, offset_, "bad frame marker");
-  uint32_t type = le32_get(header + 4);
-  uint32_t size = le32_get(header + 8);
-  uint32_t checksum = le32_get(header + 12);
-  if (size > kMaxFramePayload) throw error(index_, offset_, "frame length " + std::to_string(size) + " is implausible");
-  // Never allocate for bytes the file does not have: such a frame can only be torn.
-  if (file_size_ >= 0 && offset_ + sizeof(header) + size > static_cast<uint64_t>(file_size_)) return torn_here();
-  buffer_.resize(size);
-  if (fread(buffer_.data(), 1, size, file_.get()) < size) return torn_here();
-  uint32_t computed = crc32c_extend(crc32c_extend(0, header + 4, 8), buffer_.data(), size);
-  if (computed != checksum) throw error(index_, offset_, "bad checksum");
-  if (type != static_cast<uint32_t>(FrameType::kProcess) && type != static_cast<uint32_t>(FrameType::kSnapshot)) {
-    throw error(index_, offset_, "unknown frame type " + std::to_string(type));
+void StreamReader::note_damage(const DamagedSpan& span) {
+  for (const DamagedSpan& known : damaged_) {
+    if (known.begin == span.begin) return;
   }
-  frame->type = static_cast<FrameType>(type);
+  damaged_.push_back(span);
+}
+
+bool StreamReader::next(Frame* frame) {
+  if (finished_) return false;
+  uint64_t at = cursor_->offset();
+  std::string fault;
+  switch (cursor_->read(&fault)) {
+    case Cursor::Read::kEnd:
+      return false;
+    case Cursor::Read::kTorn:
+      torn_ = true;
+      torn_offset_ = at;
+      return false;
+    case Cursor::Read::kDamaged: {
+      if (at == kFileHeaderSize) throw error(0, at, fault);  // the process frame: no state to resume from
+      DamagedSpan span;
+      span.begin = at;
+      span.fault = fault;
+      span.resumed = cursor_->resume(at + 1, &span.frames_passed);
+      span.end = span.resumed ? cursor_->frame_offset() : static_cast<uint64_t>(std::max<int64_t>(file_size_, 0));
+      note_damage(span);
+      if (!span.resumed) {
+        finished_ = true;
+        return false;
+      }
+      break;
+    }
+    case Cursor::Read::kFrame:
+      break;
+  }
+  frame->type = static_cast<FrameType>(cursor_->type());
   frame->index = index_++;
-  frame->offset = offset_;
-  frame->payload = buffer_.data();
-  frame->size = size;
-  offset_ += sizeof(header) + size;
+  frame->offset = cursor_->frame_offset();
+  frame->payload = cursor_->payload().data();
+  frame->size = cursor_->payload().size();
   return true;
 }
 
 std::vector<SnapshotMark> StreamReader::skim_snapshots() {
   std::vector<SnapshotMark> marks;
-  long resume = ftell(file_.get());
-  if (resume < 0) return marks;
+  if (file_size_ < 0) return marks;
+  Cursor cursor(file_.get(), file_size_, cursor_->offset());
   for (;;) {
-    uint8_t header[kFrameHeaderSize];
-    long at = ftell(file_.get());
-    size_t got = fread(header, 1, sizeof(header), file_.get());
-    auto torn_here = [&] {
-      torn_ = true;  // as next() would find it, so that a read that stops earlier still warns
-      torn_offset_ = static_cast<uint64_t>(at);
-    };
-    if (got > 0 && got < sizeof(header)) torn_here();
-    if (got < sizeof(header) || le32_get(header) != kFrameMarker) break;
-    uint32_t type = le32_get(header + 4), size = le32_get(header + 8);
-    if (size > kMaxFramePayload) break;
-    long next = at + static_cast<long>(sizeof(header) + size);
-    if (file_size_ >= 0 && next > file_size_) {
-      torn_here();  // next() skips it too
+    uint64_t at = cursor.offset();
+    std::string fault;
+    Cursor::Read read = cursor.read(&fault);
+    if (read == Cursor::Read::kDamaged) {
+      if (at == kFileHeaderSize) break;  // next() reports it
+      DamagedSpan span;
+      span.begin = at;
+      span.fault = fault;
+      span.resumed = cursor.resume(at + 1, &span.frames_passed);
+      span.end = span.resumed ? cursor.frame_offset() : static_cast<uint64_t>(file_size_);
+      note_damage(span);
+      if (!span.resumed) break;
+    } else if (read == Cursor::Read::kTorn) {
+      torn_ = true;
+      torn_offset_ = at;
+      break;
+    } else if (read != Cursor::Read::kFrame) {
       break;
     }
-    if (type == static_cast<uint32_t>(FrameType::kSnapshot)) {
-      // INFO comes first: tag, padded length, then epoch, time, wall time, reason, signal, final.
-      uint8_t info[64];
-      size_t got = fread(info, 1, std::min<size_t>(sizeof(info), size), file_.get());
-      const uint8_t* cursor = info;
-      const uint8_t* end = info + got;
-      uint64_t tag = 0, length = 0, epoch = 0, time = 0, wall = 0, reason = 0, signal = 0, final = 0;
-      if (!varint_get(&cursor, end, &tag) || tag != static_cast<uint64_t>(SectionTag::kInfo) ||
-          !varint_get(&cursor, end, &length) || !varint_get(&cursor, end, &epoch) || !varint_get(&cursor, end, &time) ||
-          !varint_get(&cursor, end, &wall) || !varint_get(&cursor, end, &reason) || !varint_get(&cursor, end, &signal) ||
-          !varint_get(&cursor, end, &final)) {
-        break;
-      }
-      marks.push_back({static_cast<SnapshotReason>(reason), static_cast<uint32_t>(signal), final != 0, time});
+    if (cursor.type() == static_cast<uint32_t>(FrameType::kProcess)) continue;
+    // INFO comes first: tag, padded length, then epoch, time, wall time, reason, signal, final.
+    const uint8_t* field = cursor.payload().data();
+    const uint8_t* end = field + cursor.payload().size();
+    uint64_t tag = 0, length = 0, epoch = 0, time = 0, wall = 0, reason = 0, signal = 0, final = 0;
+    if (!varint_get(&field, end, &tag) || tag != static_cast<uint64_t>(SectionTag::kInfo) || !varint_get(&field, end, &length) ||
+        !varint_get(&field, end, &epoch) || !varint_get(&field, end, &time) || !varint_get(&field, end, &wall) ||
+        !varint_get(&field, end, &reason) || !varint_get(&field, end, &signal) || !varint_get(&field, end, &final)) {
+      break;
     }
-    if (fseek(file_.get(), next, SEEK_SET) != 0) break;
+    marks.push_back({static_cast<SnapshotReason>(reason), static_cast<uint32_t>(signal), final != 0, time});
   }
-  fseek(file_.get(), resume, SEEK_SET);
   return marks;
 }
 

@@ -2,7 +2,10 @@
 //
 // Reads a .lsc stream frame by frame, in constant memory: the only code that parses the framing
 // (docs/FORMAT.md). A frame cut short at the end of the file (the process was killed while
-// writing it) is reported through torn() and skipped; anything else wrong is a StreamError whose
+// writing it) is reported through torn() and skipped. A damaged frame (a wrong marker, length,
+// checksum or type: a flipped bit, a bad sector) loses nothing before it: the reader reports the
+// damaged span (damaged()) and resumes at the next key snapshot, which holds the whole state, or
+// ends there when none follows. Only a damaged file header or process frame is a StreamError, whose
 // message is one line naming the file, the frame and the fault.
 #ifndef LEAKSCOPE_REPORT_STREAM_READER_H_
 #define LEAKSCOPE_REPORT_STREAM_READER_H_
@@ -25,7 +28,7 @@ class StreamError : public std::runtime_error {
 
 struct Frame {
   internal::FrameType type;
-  uint32_t index;   // 0-based position in the file
+  uint32_t index;   // 0-based position among the frames read
   uint64_t offset;  // of the frame header
   const uint8_t* payload;
   size_t size;
@@ -39,43 +42,59 @@ struct SnapshotMark {
   uint64_t time_ns;
 };
 
+// A stretch of the file that could not be read, and where reading went on.
+struct DamagedSpan {
+  uint64_t begin = 0;         // offset of the first damaged frame
+  uint64_t end = 0;           // offset of the key snapshot read next, or the file's size
+  std::string fault;          // what was wrong with the first frame ("bad checksum", ...)
+  uint32_t frames_passed = 0;  // intact frames in between, passed over: no key came before them
+  bool resumed = false;       // a key snapshot followed
+};
+
 class StreamReader {
  public:
-  // Opens `path` and checks the file header. Throws StreamError (missing, empty, foreign or a
-  // newer format version).
+  // Opens `path` and checks the file header. Throws StreamError (missing, a directory, empty,
+  // foreign or a newer format version).
   explicit StreamReader(std::string path);
 
   // Reads an already open stream (taking ownership of `file`); `name` is used in messages.
   StreamReader(std::string name, FILE* file);
+  ~StreamReader();
 
-  // next() reads the following frame into *frame (valid until the next call). Returns false at
-  // the end of the stream, including a torn last frame. Throws StreamError on a corrupt frame.
+  // next() reads the following intact frame into *frame (valid until the next call). Returns
+  // false at the end of the stream, including a torn last frame and damage no key snapshot
+  // follows. Throws StreamError when the process frame is damaged.
   bool next(Frame* frame);
 
-  // skim_snapshots() lists the reason, finality and time of every snapshot from the current
-  // position on, reading only each frame's header and its INFO section, and then returns to the
-  // current position; next() still reads and checks every frame. It stops quietly at anything
-  // it cannot read (the full pass reports it). Empty when the stream is not seekable.
+  // skim_snapshots() lists the reason, finality and time of every snapshot next() will return
+  // from the current position on (passing over damage as next() does), checking each frame but
+  // parsing only its INFO section, and then returns to the current position. Empty when the
+  // stream is not seekable.
   std::vector<SnapshotMark> skim_snapshots();
 
+  // What next() or skim_snapshots() met: a torn last frame, damaged spans (each once).
   bool torn() const { return torn_; }
   uint64_t torn_offset() const { return torn_offset_; }
+  const std::vector<DamagedSpan>& damaged() const { return damaged_; }
   const std::string& path() const { return path_; }
 
   // error() builds the one-line message for a fault in frame `index`.
   StreamError error(uint32_t index, uint64_t offset, const std::string& what) const;
 
  private:
+  class Cursor;
   void read_file_header();
+  void note_damage(const DamagedSpan& span);
 
   std::string path_;
   std::unique_ptr<FILE, int (*)(FILE*)> file_;
-  std::vector<uint8_t> buffer_;
-  uint64_t offset_ = 0;
   int64_t file_size_ = -1;  // when the stream is seekable: frames claiming more are torn
-  uint32_t index_ = 0;
+  std::unique_ptr<Cursor> cursor_;
+  uint32_t index_ = 0;     // of the next frame next() returns
+  bool finished_ = false;  // next() met damage nothing follows
   bool torn_ = false;
   uint64_t torn_offset_ = 0;
+  std::vector<DamagedSpan> damaged_;
 };
 
 }  // namespace leakscope::report

@@ -45,7 +45,10 @@ const Dwfl_Callbacks kOfflineCallbacks = {
 // its abstract origin), or its plain name when it has none.
 std::string die_name(Dwarf_Die* die);
 
+// demangle() demangles a C++ symbol; anything else (a C function named `f` or `i`, which the
+// demangler would read as the types float and int) stays as it is.
 std::string demangle(const char* name) {
+  if (name[0] != '_' || name[1] != 'Z') return name;
   int status = 0;
   char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
   if (status != 0 || demangled == nullptr) return name;
@@ -246,6 +249,11 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
   std::vector<SymbolizedFrame>& frames = frames_[key];
   SymbolizedFrame frame;
   frame.address = address;
+  if (address == internal::kSmallSignalStackFrame) {
+    frame.function = "[no stack: allocated on a signal stack too small to unwind]";
+    frames.push_back(frame);
+    return frames;
+  }
   if (module == nullptr) {
     frame.module = "[unknown]";
     frames.push_back(frame);

@@ -60,9 +60,21 @@ TEST(BadInput, FileCutInsideTheProcessFrameIsRejected) {
   expect_one_line_error(leakscope({"dump", path}), 3, "truncated");
 }
 
-TEST(BadInput, CorruptFrameInTheMiddleIsAnErrorNamingTheFrame) {
-  std::string path = variant("corrupt.lsc", [](std::string& b) { b[b.size() / 2] ^= 0x5a; });
-  expect_one_line_error(leakscope({"dump", path}), 3, "frame ");
+TEST(BadInput, CorruptSnapshotFrameKeepsWhatCameBeforeItWithOneWarning) {
+  nlohmann::json whole = dump(good_stream());
+  // A flipped bit in the payload of the last frame.
+  std::string path = variant("corrupt.lsc", [](std::string& b) { b[b.rfind("LSFR") + 20] ^= 0x5a; });
+  Outcome outcome = leakscope({"dump", "--format", "json", path});
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_EQ(std::count(outcome.err.begin(), outcome.err.end(), '\n'), 1) << outcome.err;
+  EXPECT_NE(outcome.err.find("warning: " + path + ": damaged from offset"), std::string::npos) << outcome.err;
+  nlohmann::json damaged = nlohmann::json::parse(outcome.out);
+  EXPECT_EQ(damaged["snapshots"].get<int>(), whole["snapshots"].get<int>() - 1);
+}
+
+TEST(BadInput, CorruptProcessFrameIsAnErrorNamingTheFrame) {
+  std::string path = variant("corrupt_process.lsc", [](std::string& b) { b[16 + 16 + 2] ^= 0x5a; });
+  expect_one_line_error(leakscope({"dump", path}), 3, "frame 0 at offset 16: bad checksum");
 }
 
 TEST(BadInput, TornLastFrameIsIgnoredWithAWarning) {

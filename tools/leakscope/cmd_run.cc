@@ -1,7 +1,10 @@
 // leakscope run: start a command under the preload and pass its exit status through.
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +17,9 @@
 
 #include "cli.h"
 #include "core/options.h"
+#include "core/stream_format.h"
+#include "report/run_state.h"
+#include "report/stream_reader.h"
 
 namespace leakscope::cli {
 namespace {
@@ -57,11 +63,13 @@ std::string resolved_output(const std::string& pattern, pid_t pid) {
   return path;
 }
 
-// related_streams() tells of the other streams of this run (written since `started`): those of
+// related_streams() tells of the other streams of this run (written since `started`, named after
+// `expected`, other than `written`): those of
 // child processes (FILE.PID) and, when the command exec'd (a wrapper script, env, a launcher), the
 // one its pid wrote last as the program it became (FILE.PID.N), which is the stream to report on.
-std::string related_streams(const std::string& written, pid_t child, std::filesystem::file_time_type started) {
-  std::filesystem::path path(written);
+std::string related_streams(const std::string& expected, const std::string& written, pid_t child,
+                            std::filesystem::file_time_type started) {
+  std::filesystem::path path(expected);
   std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : ".";
   std::string prefix = path.filename().string() + ".";
   std::string own_prefix = prefix + std::to_string(child);
@@ -71,7 +79,7 @@ std::string related_streams(const std::string& written, pid_t child, std::filesy
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
     std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0 || entry.last_write_time(error) < started) continue;
+    if (name.rfind(prefix, 0) != 0 || entry.path().string() == written || entry.last_write_time(error) < started) continue;
     ++others;
     if (name == own_prefix) {
       if (last_generation < 1) last_image = entry.path().string(), last_generation = 1;
@@ -84,6 +92,47 @@ std::string related_streams(const std::string& written, pid_t child, std::filesy
   std::string text = fmt::format(" and {} more stream{} ({}*)", others, others == 1 ? "" : "s", (directory / prefix).string());
   if (!last_image.empty()) text += fmt::format("; the command exec'd: the program it became wrote {}", last_image);
   return text;
+}
+
+// remove_stale_stream() removes a stream that an earlier run left at `path`, as a user expects of
+// -o: only a regular file of this user's, not a symlink, that holds a leakscope stream and that
+// no live process is writing (the runtime locks its stream for its life). Anything else is left
+// alone, and the runtime then writes PATH.2 (which run names at the end).
+void remove_stale_stream(const std::string& path) {
+  struct stat status;
+  if (lstat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode) || status.st_uid != geteuid()) return;
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  unsigned char magic[sizeof(internal::kFileMagic)];
+  bool stream = read(fd, magic, sizeof(magic)) == static_cast<ssize_t>(sizeof(magic)) &&
+                std::memcmp(magic, internal::kFileMagic, sizeof(magic)) == 0;
+  bool idle = flock(fd, LOCK_EX | LOCK_NB) == 0;
+  close(fd);
+  if (stream && idle) unlink(path.c_str());
+}
+
+// stream_of() is the file the traced root process wrote: `expected`, or the first of
+// `expected.2`, `expected.3`... (the runtime's choice when the name was taken) whose process
+// frame names `pid`; empty when there is none.
+std::string stream_of(const std::string& expected, pid_t pid) {
+  for (int attempt = 1; attempt < 1000; ++attempt) {
+    std::string candidate = attempt == 1 ? expected : fmt::format("{}.{}", expected, attempt);
+    if (access(candidate.c_str(), F_OK) != 0) {
+      if (attempt > 1) break;
+      continue;
+    }
+    try {
+      report::StreamReader reader(candidate);
+      report::Frame frame;
+      report::RunState state;
+      if (reader.next(&frame) && frame.type == internal::FrameType::kProcess) {
+        state.apply(frame, reader);
+        if (state.process().pid == pid) return candidate;
+      }
+    } catch (const report::StreamError&) {
+    }
+  }
+  return "";
 }
 
 // command_path() is where execvp would find `command`: itself when it names a path, else the
@@ -149,6 +198,8 @@ int run_command(const RunOptions& options) {
     return fail(kNotTraceable, fmt::format("{} is statically linked; LD_PRELOAD cannot trace it", options.command[0]));
   }
 
+  if (options.output.find('%') == std::string::npos) remove_stale_stream(options.output);
+
   std::filesystem::path directory = std::filesystem::path(options.output).parent_path();
   if (directory.empty()) directory = ".";
   if (access(directory.c_str(), W_OK) != 0) {
@@ -187,8 +238,9 @@ int run_command(const RunOptions& options) {
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (options.output.find("%e") == std::string::npos) {
-    std::string written = resolved_output(options.output, child);
-    if (access(written.c_str(), F_OK) == 0) fmt::print(stderr, "leakscope: wrote {}{}\n", written, related_streams(written, child, started));
+    std::string expected = resolved_output(options.output, child);
+    std::string written = stream_of(expected, child);
+    if (!written.empty()) fmt::print(stderr, "leakscope: wrote {}{}\n", written, related_streams(expected, written, child, started));
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
