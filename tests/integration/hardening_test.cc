@@ -220,6 +220,21 @@ TEST(Dying, QuickExitAndSignalsWhoseDefaultActionKillsWriteTheFinalSnapshot) {
   EXPECT_EQ(realtime.document["ended_by"].get<std::string>().rfind("signal ", 0), 0u) << realtime.document["ended_by"];
 }
 
+TEST(Dying, PoolWorkersStoppedByTerminateEachWriteTheirFinalSnapshot) {
+  std::string directory = scratch_dir();
+  Outcome run = leakscope({"run", "-o", directory + "/pool.lsc", "--", "/usr/bin/python3",
+                           fixture_source("pool_terminated.py")});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "terminated\n");
+  int workers = 0;
+  for (const std::string& name : files_in(directory)) {
+    if (name == "pool.lsc") continue;
+    ++workers;
+    EXPECT_EQ(dump(directory + "/" + name, {"--at", "end"})["ended_by"], "signal 15") << name;
+  }
+  EXPECT_EQ(workers, 4);
+}
+
 // --- Small alternate signal stacks ----------------------------------------------------------------
 
 TEST(SignalStacks, HandlerThatAllocatesOnASmallAlternateStackIsRecorded) {
