@@ -28,7 +28,7 @@ TripleEntry* triple_for(ThreadState* thread, Domain domain, StackId stack) {
   uint64_t key = triple_cache_key(domain, task, stack);
   TripleCacheSlot& slot = thread->triple_cache[(key ^ (key >> 29)) % kTripleCacheSlots];
   if (key != 0 && slot.key == key) return slot.triple;
-  TripleEntry* triple = triple_intern(domain, thread->idx, task, stack);
+  TripleEntry* triple = triple_intern(domain, thread->slot, task, stack);
   if (triple != nullptr && key != 0) {
     slot.key = key;
     slot.triple = triple;

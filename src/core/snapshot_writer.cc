@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+
 #include "core/alloc_table.h"
 #include "core/checksum.h"
 #include "core/epoch.h"
@@ -213,9 +214,10 @@ struct EmittedCounters {
   uint64_t alloc_count, alloc_bytes, free_count, free_bytes, split_count;
 };
 
+// What the stream last said of the thread in a slot.
 struct EmittedThread {
+  uint32_t incarnation;  // 0: nothing said of this slot yet
   pid_t tid;
-  bool known;
   bool exited;
   char name[kThreadNameSize];
 };
@@ -236,15 +238,15 @@ struct WriterState {
   uint32_t tasks_end = 1;
   uint32_t modules_end = 0;
   InternalArray<uint8_t> module_unload_emitted;
-  InternalArray<EmittedThread> threads;
+  InternalArray<EmittedThread> threads;  // by slot
   InternalArray<EmittedCounters> counters;
   InternalArray<uint32_t> site_slot;  // write_lifetimes(): site id -> its slot + 1, 0 between uses
   // Live bytes and blocks per (triple, birth epoch) as last emitted, and the scratch map of the
   // values cells had before this snapshot recomputed them (write_births()).
   BirthMap births;
   BirthMap births_before;
-  // Cells from this epoch on are recomputed at the next snapshot (the last scan saw that epoch
-  // only in part); 0 recomputes every cell.
+  // Cells from this epoch on are recomputed at the next snapshot (the last scan did not count
+  // them); 0 recomputes every cell.
   uint32_t births_fresh_from = 0;
   uint32_t births_triples_end = 1;  // triples at or past it are new since the last scan
   InternalArray<uint64_t> births_dirty;  // bit per triple id: recompute all its cells
@@ -268,8 +270,11 @@ bool recompute_cell(uint64_t key) {
   return birth >= g_writer.births_fresh_from || (g_writer.births_dirty[triple >> 6] >> (triple & 63) & 1) != 0;
 }
 
+// A scan counts the blocks born up to the epoch the snapshot closes, not those born while it is
+// taken: they are counted at the next snapshot, after the threads that made them are in the stream.
 struct ScanContext {
   uint32_t triples_end;
+  uint32_t closed;
 };
 
 void scan_heap(const AllocRecord* records, uint32_t count, void* data) {
@@ -277,7 +282,7 @@ void scan_heap(const AllocRecord* records, uint32_t count, void* data) {
   for (uint32_t i = 0; i < count; ++i) {
     const AllocRecord& record = records[i];
     uint64_t key = birth_key(record.triple, record.birth);
-    if (raw(record.triple) >= scan->triples_end || !recompute_cell(key)) continue;
+    if (raw(record.triple) >= scan->triples_end || raw(record.birth) > scan->closed || !recompute_cell(key)) continue;
     SampleWeight weight = sample_weight(record.size);
     if (!g_writer.births.add(key, static_cast<int64_t>(weight.bytes), static_cast<int64_t>(weight.blocks))) {
       g_writer.births_incomplete = true;
@@ -291,7 +296,9 @@ void scan_intervals(const Interval* intervals, uint32_t count, void* data) {
     const Interval& interval = intervals[i];
     if (interval.triple == kReservedRange) continue;  // address space, not memory
     uint64_t key = birth_key(interval.triple, interval.birth);
-    if (raw(interval.triple) >= scan->triples_end || !recompute_cell(key)) continue;
+    if (raw(interval.triple) >= scan->triples_end || raw(interval.birth) > scan->closed || !recompute_cell(key)) {
+      continue;
+    }
     if (!g_writer.births.add(key, static_cast<int64_t>(interval.end - interval.begin), 1)) {
       g_writer.births_incomplete = true;
     }
@@ -380,14 +387,14 @@ void write_stacks(FrameBuilder& frame, uint32_t stacks_end) {
 }
 
 // current_thread_name() is the thread's name now; false once the thread is gone.
-bool current_thread_name(const ThreadRecord& record, char* name) {
-  if (record.exited.load(std::memory_order_acquire)) {
-    if (record.exit_name[0] == '\0') return false;
-    memcpy(name, record.exit_name, kThreadNameSize);
+bool current_thread_name(pid_t tid, bool exited, const char* exit_name, char* name) {
+  if (exited) {
+    if (exit_name[0] == '\0') return false;
+    memcpy(name, exit_name, kThreadNameSize);
     return false;
   }
   char path[64];
-  snprintf(path, sizeof(path), "/proc/self/task/%d/comm", record.tid);
+  snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
   char text[kThreadNameSize + 2];
   long length = sys::read_small_file(path, text, sizeof(text));
   if (length < 0) return false;
@@ -397,26 +404,46 @@ bool current_thread_name(const ThreadRecord& record, char* name) {
   return true;
 }
 
+// kernel_knows() is whether the kernel still has thread `tid` of this process, exiting or not.
+bool kernel_knows(pid_t tid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+  char text[8];
+  return sys::read_small_file(path, text, sizeof(text)) != -ENOENT;
+}
 
-void write_threads(FrameBuilder& frame, uint32_t threads_end) {
+// write_threads() emits the threads that are new or changed (name, exit) since the last
+// snapshot. A thread in a slot that held another before it is flagged as new (FORMAT.md). A slot
+// whose thread the stream has already said is gone, and which the kernel has forgotten, is
+// released for reuse: nothing of that thread can run any more, and the next thread in the slot
+// allocates in epochs after this snapshot's.
+void write_threads(FrameBuilder& frame, uint32_t slots_end) {
   InternalArray<uint32_t> changed;
-  g_writer.threads.resize(threads_end);
-  for (uint32_t idx = 1; idx < threads_end; ++idx) {
-    ThreadRecord* record = thread_record(static_cast<ThreadIdx>(idx));
-    EmittedThread& emitted = g_writer.threads[idx];
-    char name[kThreadNameSize];
-    memcpy(name, emitted.name, kThreadNameSize);
-    bool alive = current_thread_name(*record, name);
+  InternalArray<uint8_t> successor;  // per changed slot: its thread follows another
+  g_writer.threads.resize(slots_end);
+  for (uint32_t slot = 1; slot < slots_end; ++slot) {
+    ThreadRecordCopy record;
+    if (!thread_slot_read(static_cast<ThreadSlot>(slot), &record) || record.incarnation == 0) continue;
+    EmittedThread& emitted = g_writer.threads[slot];
+    bool same_thread = emitted.incarnation == record.incarnation;
+    char name[kThreadNameSize] = {};
+    if (same_thread) memcpy(name, emitted.name, kThreadNameSize);
+    bool alive = current_thread_name(record.tid, record.exited, record.exit_name, name);
     name[kThreadNameSize - 1] = '\0';
-    if (emitted.known && emitted.tid == record->tid && emitted.exited == !alive &&
+    if (same_thread && emitted.tid == record.tid && emitted.exited == !alive &&
         memcmp(name, emitted.name, kThreadNameSize) == 0) {
+      if (emitted.exited && !kernel_knows(record.tid)) {
+        thread_slot_release(static_cast<ThreadSlot>(slot), record.incarnation);
+      }
       continue;
     }
-    emitted.known = true;
-    emitted.tid = record->tid;
+    bool follows = !same_thread && emitted.incarnation != 0;
+    emitted.incarnation = record.incarnation;
+    emitted.tid = record.tid;
     emitted.exited = !alive;
     memcpy(emitted.name, name, kThreadNameSize);
-    changed.push_back(idx);
+    changed.push_back(slot);
+    successor.push_back(follows ? 1 : 0);
   }
   FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kThreads, changed.size());
   for (size_t i = 0; i < changed.size(); ++i) {
@@ -424,10 +451,11 @@ void write_threads(FrameBuilder& frame, uint32_t threads_end) {
     frame.varint(changed[i]);
     frame.varint(static_cast<uint64_t>(emitted.tid));
     frame.string(emitted.name);
-    frame.varint(emitted.exited ? 1 : 0);
+    frame.varint((emitted.exited ? kThreadExited : 0) | (successor[i] != 0 ? kThreadFollowsAnother : 0));
   }
   frame.end_list(mark, changed.size());
   changed.release();
+  successor.release();
 }
 
 void write_tasks(FrameBuilder& frame, uint32_t tasks_end) {
@@ -548,10 +576,10 @@ void compact_births(size_t empty_cells) {
 
 // write_births() emits the cells of the birth histogram that changed. The map is kept between
 // snapshots, and only the cells that can have changed are recomputed from the tables: those of
-// triples that freed something or are new, and those of the epochs the last scan saw only in part.
+// triples that freed something or are new, and those of epochs the last scan did not count.
 // A process holding a million blocks from its startup then pays one pass over the table and the
 // map per snapshot, not a map update per live block.
-void write_births(FrameBuilder& frame, uint32_t triples_end, const InternalArray<uint32_t>& freed_triples) {
+void write_births(FrameBuilder& frame, Epoch closed, uint32_t triples_end, const InternalArray<uint32_t>& freed_triples) {
   g_writer.births_incomplete = false;
   g_writer.births_before.clear();
   if (!mark_births_dirty(freed_triples, triples_end)) {
@@ -570,7 +598,7 @@ void write_births(FrameBuilder& frame, uint32_t triples_end, const InternalArray
   for (BirthCell* cell = g_writer.births.begin(); cell != g_writer.births.end(); ++cell) {
     if (cell->key != 0 && recompute_cell(cell->key)) cell->bytes = cell->blocks = 0;
   }
-  ScanContext scan{triples_end};
+  ScanContext scan{triples_end, raw(closed)};
   alloc_table_visit(scan_heap, &scan);
   interval_map_visit(scan_intervals, &scan);
   // The list's count comes before its elements, so the changes are gathered first.
@@ -606,8 +634,8 @@ void write_births(FrameBuilder& frame, uint32_t triples_end, const InternalArray
   frame.end_list(mark, changed.size());
   changed.release();
   g_writer.births_before.clear();
-  // The scan saw the epoch now open only in part; triples below the mark are known from now on.
-  g_writer.births_fresh_from = raw(epoch_current());
+  // Epochs after the closed one were not counted; triples below the mark are known from now on.
+  g_writer.births_fresh_from = raw(closed) + 1;
   g_writer.births_triples_end = triples_end;
   compact_births(empty_cells);
 }
@@ -674,7 +702,9 @@ void reset_emitted_state() {
   g_writer.stacks_end = g_writer.sites_end = g_writer.triples_end = g_writer.tasks_end = 1;
   g_writer.modules_end = 0;
   g_writer.module_unload_emitted.clear();
-  g_writer.threads.clear();
+  // Every thread is said again, but which thread a slot held is kept, so that a new one is
+  // still flagged as following another.
+  for (size_t slot = 0; slot < g_writer.threads.size(); ++slot) g_writer.threads[slot].tid = -1;
   g_writer.counters.clear();
   g_writer.site_slot.clear();
   g_writer.births.clear();
@@ -762,7 +792,7 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   uint32_t triples_end = triple_end_id();
   uint32_t sites_end = site_end_id();
   uint32_t stacks_end = depot_end_id();
-  uint32_t threads_end = thread_end_idx();
+  uint32_t slots_end = thread_slot_end();
   uint32_t tasks_end = task_end_id();
 
   // A key repeats what the stream holds, so that a reader can start over at it; the first
@@ -776,13 +806,13 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   write_info(frame, closed, reason, signal_number, final);
   write_modules(frame);
   write_stacks(frame, stacks_end);
-  write_threads(frame, threads_end);
+  write_threads(frame, slots_end);
   write_tasks(frame, tasks_end);
   write_sites(frame, sites_end);
   write_triples(frame, triples_end);
   InternalArray<uint32_t> freed_triples;
   write_counters(frame, triples_end, &freed_triples);
-  write_births(frame, triples_end, freed_triples);
+  write_births(frame, closed, triples_end, freed_triples);
   write_lifetimes(frame, freed_triples, sites_end);
   freed_triples.release();
   if (!frame.finish()) return -ENOMEM;

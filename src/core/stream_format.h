@@ -65,6 +65,11 @@ enum class SnapshotReason : uint32_t {
   kQuickExit = 8,       // the final one at quick_exit(): at_quick_exit handlers run after it
 };
 
+// THREADS flags: the thread has exited; the thread is new in a slot that held another before it
+// (docs/FORMAT.md).
+constexpr uint64_t kThreadExited = 1;
+constexpr uint64_t kThreadFollowsAnother = 2;
+
 // A stack that holds only this frame was not taken: the allocation was made on an alternate
 // signal stack too small for an unwind (docs/FORMAT.md, STACKS).
 constexpr uint64_t kSmallSignalStackFrame = 1;

@@ -13,9 +13,14 @@ __thread leakscope::internal::ThreadState* leakscope_tls_thread = nullptr;
 namespace leakscope::internal {
 namespace {
 
-ThreadRecord* g_records = nullptr;  // kMaxThreads entries, mapped once; pages touched on use
-std::atomic<uint32_t> g_end_idx{1};
-SpinLock g_register_lock;
+// kMaxThreadSlots entries each, mapped once; pages are touched as slots come into use.
+ThreadRecord* g_records = nullptr;
+ThreadState** g_states = nullptr;  // the state of each slot, kept for the slot's next thread
+uint32_t* g_free_slots = nullptr;  // released slots, a stack
+uint32_t g_free_count = 0;
+uint32_t g_slot_end = 1;           // slot 0 is never used
+uint32_t g_next_incarnation = 1;
+SpinLock g_register_lock;          // guards everything above
 pthread_key_t g_exit_key;
 bool g_exit_key_ready = false;
 
@@ -27,31 +32,59 @@ void read_own_name(char* name) {
 }
 
 // Runs at pthread exit for every thread that allocated. The state stays valid: the thread may
-// still free memory in later TLS destructors, and those events keep its index.
+// still free memory in later TLS destructors, and those events keep its slot; the slot is only
+// released once the kernel has forgotten the thread.
 void on_thread_exit(void* data) {
   auto* state = static_cast<ThreadState*>(data);
-  ThreadRecord* record = thread_record(state->idx);
-  if (record == nullptr) return;
-  read_own_name(record->exit_name);
-  record->exited.store(true, std::memory_order_release);
+  ThreadRecord& record = g_records[raw(state->slot)];
+  read_own_name(record.exit_name);
+  record.exited.store(true, std::memory_order_release);
+}
+
+// claim_slot() takes a released slot, or a new one for `fresh` (a state allocated beforehand, as
+// nothing is allocated under the lock); false with *state null when a new slot needs `fresh`.
+bool claim_slot(ThreadState*& fresh, uint32_t* slot, ThreadState** state, uint32_t* incarnation, pid_t tid) {
+  SpinLockGuard guard(g_register_lock);
+  if (g_free_count > 0) {
+    *slot = g_free_slots[--g_free_count];
+    *state = g_states[*slot];
+  } else if (g_slot_end >= kMaxThreadSlots) {
+    *state = nullptr;
+    return false;
+  } else if (fresh == nullptr) {
+    *state = nullptr;
+    return true;  // come back with a state
+  } else {
+    *slot = g_slot_end++;
+    *state = g_states[*slot] = fresh;
+    fresh = nullptr;
+  }
+  *incarnation = g_next_incarnation++;
+  ThreadRecord& record = g_records[*slot];
+  record.tid = tid;
+  record.exit_name[0] = '\0';
+  record.exited.store(false, std::memory_order_relaxed);
+  record.incarnation = *incarnation;
+  return true;
 }
 
 LS_NOINLINE ThreadState* thread_register() {
-  auto* state = static_cast<ThreadState*>(internal_alloc(sizeof(ThreadState)));
-  if (state == nullptr || g_records == nullptr) return nullptr;
-  uint32_t idx;
-  {
-    SpinLockGuard guard(g_register_lock);
-    idx = g_end_idx.load(std::memory_order_relaxed);
-    if (idx >= kMaxThreads) {
-      internal_free(state, sizeof(ThreadState));
-      return nullptr;
-    }
-    state->idx = static_cast<ThreadIdx>(idx);
-    state->tid = sys::get_tid();
-    g_records[idx].tid = state->tid;
-    g_end_idx.store(idx + 1, std::memory_order_release);
+  if (g_records == nullptr) return nullptr;
+  pid_t tid = sys::get_tid();
+  ThreadState* fresh = nullptr;
+  ThreadState* state = nullptr;
+  uint32_t slot = 0;
+  uint32_t incarnation = 0;
+  while (claim_slot(fresh, &slot, &state, &incarnation, tid) && state == nullptr) {
+    fresh = static_cast<ThreadState*>(internal_alloc(sizeof(ThreadState)));
+    if (fresh == nullptr) return nullptr;
   }
+  if (fresh != nullptr) internal_free(fresh, sizeof(ThreadState));  // a slot was released meanwhile
+  if (state == nullptr) return nullptr;  // every slot is taken
+  memset(state, 0, sizeof(ThreadState));  // what a slot's last thread left is not this one's
+  state->slot = static_cast<ThreadSlot>(slot);
+  state->incarnation = incarnation;
+  state->tid = tid;
   leakscope_tls_thread = state;
   if (g_exit_key_ready) pthread_setspecific(g_exit_key, state);
   return state;
@@ -60,8 +93,10 @@ LS_NOINLINE ThreadState* thread_register() {
 }  // namespace
 
 bool thread_registry_init() {
-  g_records = static_cast<ThreadRecord*>(internal_alloc(kMaxThreads * sizeof(ThreadRecord)));
-  if (g_records == nullptr) return false;
+  g_records = static_cast<ThreadRecord*>(internal_alloc(kMaxThreadSlots * sizeof(ThreadRecord)));
+  g_states = static_cast<ThreadState**>(internal_alloc(kMaxThreadSlots * sizeof(ThreadState*)));
+  g_free_slots = static_cast<uint32_t*>(internal_alloc(kMaxThreadSlots * sizeof(uint32_t)));
+  if (g_records == nullptr || g_states == nullptr || g_free_slots == nullptr) return false;
   g_exit_key_ready = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
   return true;
 }
@@ -72,13 +107,28 @@ ThreadState* thread_current() {
   return thread_register();
 }
 
-ThreadRecord* thread_record(ThreadIdx idx) {
-  uint32_t index = raw(idx);
-  if (index == 0 || index >= g_end_idx.load(std::memory_order_acquire)) return nullptr;
-  return &g_records[index];
+uint32_t thread_slot_end() {
+  SpinLockGuard guard(g_register_lock);
+  return g_slot_end;
 }
 
-uint32_t thread_end_idx() { return g_end_idx.load(std::memory_order_acquire); }
+bool thread_slot_read(ThreadSlot slot, ThreadRecordCopy* copy) {
+  SpinLockGuard guard(g_register_lock);
+  if (raw(slot) == 0 || raw(slot) >= g_slot_end) return false;
+  const ThreadRecord& record = g_records[raw(slot)];
+  copy->incarnation = record.incarnation;
+  copy->tid = record.tid;
+  copy->exited = record.exited.load(std::memory_order_acquire);
+  memcpy(copy->exit_name, record.exit_name, kThreadNameSize);
+  return true;
+}
+
+void thread_slot_release(ThreadSlot slot, uint32_t incarnation) {
+  SpinLockGuard guard(g_register_lock);
+  if (raw(slot) == 0 || raw(slot) >= g_slot_end || g_records[raw(slot)].incarnation != incarnation) return;
+  g_records[raw(slot)].incarnation = 0;
+  g_free_slots[g_free_count++] = raw(slot);
+}
 
 void thread_registry_before_fork() { g_register_lock.lock(); }
 void thread_registry_after_fork_parent() { g_register_lock.unlock(); }
@@ -86,17 +136,17 @@ void thread_registry_after_fork_parent() { g_register_lock.unlock(); }
 void thread_registry_after_fork_child() {
   g_register_lock.reset_after_fork();
   ThreadState* self = leakscope_tls_thread;
-  uint32_t end = g_end_idx.load(std::memory_order_relaxed);
-  for (uint32_t idx = 1; idx < end; ++idx) {
-    if (self != nullptr && raw(self->idx) == idx) continue;
-    if (!g_records[idx].exited.load(std::memory_order_relaxed)) {
-      g_records[idx].exit_name[0] = '\0';
-      g_records[idx].exited.store(true, std::memory_order_release);
+  for (uint32_t slot = 1; slot < g_slot_end; ++slot) {
+    if (self != nullptr && raw(self->slot) == slot) continue;
+    ThreadRecord& record = g_records[slot];
+    if (record.incarnation != 0 && !record.exited.load(std::memory_order_relaxed)) {
+      record.exit_name[0] = '\0';
+      record.exited.store(true, std::memory_order_release);
     }
   }
   if (self != nullptr) {
     self->tid = sys::get_tid();
-    g_records[raw(self->idx)].tid = self->tid;
+    g_records[raw(self->slot)].tid = self->tid;
   }
 }
 

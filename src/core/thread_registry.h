@@ -1,9 +1,14 @@
 // File: thread_registry.h
 //
-// Threads and their per-thread runtime state. Each OS thread that allocates gets a ThreadIdx on
-// its first event (never reused, so old attributions stay valid) and a ThreadState reached through
-// initial-exec TLS. Names are read by the snapshot writer from /proc (they can change), and once
-// more by the thread itself when it exits.
+// Threads and their per-thread runtime state. Each OS thread that allocates gets a slot on its
+// first event: a ThreadState reached through initial-exec TLS and a ThreadRecord the snapshot
+// writer reads. Slots are reused: once a thread has exited, the writer has written its exit and
+// the kernel no longer knows its tid, the writer releases its slot, and the next new thread takes
+// it with its triples, so that a thread-per-request server running for days holds as much as its
+// busiest moment needed. What each thread of a slot still holds stays its own: the two never
+// share an epoch (the new one starts after the snapshot that released the slot), and the stream's
+// birth epochs tell them apart. Names are read by the writer from /proc (they can change), and
+// once more by the thread itself when it exits.
 #ifndef LEAKSCOPE_CORE_THREAD_REGISTRY_H_
 #define LEAKSCOPE_CORE_THREAD_REGISTRY_H_
 
@@ -20,8 +25,8 @@ struct TripleEntry;
 
 constexpr int kMaxTaskDepth = 16;
 constexpr int kTripleCacheSlots = 64;
-constexpr uint32_t kMaxThreads = 1u << 16;
-constexpr int kThreadNameSize = 16;  // as the kernel's comm
+constexpr uint32_t kMaxThreadSlots = 1u << 16;  // threads alive at once
+constexpr int kThreadNameSize = 16;             // as the kernel's comm
 
 struct TripleCacheSlot {
   uint64_t key;  // domain, task and stack packed; 0 = empty
@@ -30,7 +35,8 @@ struct TripleCacheSlot {
 
 // The runtime's state for one thread; only that thread writes it, except tid in a fork child.
 struct ThreadState {
-  ThreadIdx idx;
+  ThreadSlot slot;
+  uint32_t incarnation;  // which thread of the process this is, counted from 1; never reused
   pid_t tid;
   int task_depth;  // may exceed kMaxTaskDepth; deeper tasks are counted, not stored
   TaskId tasks[kMaxTaskDepth];
@@ -44,18 +50,27 @@ struct ThreadState {
   uint64_t random_state;
 };
 
-// What the registry publishes about a thread for the snapshot writer.
+// What the registry publishes about the thread in a slot for the snapshot writer.
 struct ThreadRecord {
+  uint32_t incarnation;  // 0 while the slot is free
   pid_t tid;
   std::atomic<bool> exited;
   char exit_name[kThreadNameSize];  // valid once `exited` is seen with acquire
 };
 
+// A copy of a slot's record (thread_slot_read()).
+struct ThreadRecordCopy {
+  uint32_t incarnation;
+  pid_t tid;
+  bool exited;
+  char exit_name[kThreadNameSize];
+};
+
 // thread_registry_init() sets up the registry and the exit notification key.
 bool thread_registry_init();
 
-// thread_current() returns this thread's state, registering it on first use; nullptr when the
-// registry is full or memory is exhausted. Thread-safe; allocation-free w.r.t. malloc; not
+// thread_current() returns this thread's state, registering it on first use; nullptr when every
+// slot is taken or memory is exhausted. Thread-safe; allocation-free w.r.t. malloc; not
 // signal-safe on a thread's first call.
 ThreadState* thread_current();
 
@@ -66,10 +81,14 @@ inline TaskId thread_current_task(const ThreadState* state) {
   return state->tasks[(depth <= kMaxTaskDepth ? depth : kMaxTaskDepth) - 1];
 }
 
-// thread_record() returns the record of `idx`, or nullptr. thread_end_idx() is one past the
-// largest published index.
-ThreadRecord* thread_record(ThreadIdx idx);
-uint32_t thread_end_idx();
+// thread_slot_end() is one past the largest slot ever used. thread_slot_read() copies the record
+// of `slot` as it is now, consistently (under the registry's lock); false when out of range.
+uint32_t thread_slot_end();
+bool thread_slot_read(ThreadSlot slot, ThreadRecordCopy* copy);
+
+// thread_slot_release() frees `slot` for the next new thread, if it still holds `incarnation`.
+// Only for a thread the kernel no longer knows: its state is handed to another thread.
+void thread_slot_release(ThreadSlot slot, uint32_t incarnation);
 
 // Fork: the child keeps the forking thread (with its new tid) and marks every other one exited.
 void thread_registry_before_fork();

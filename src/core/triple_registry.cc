@@ -27,7 +27,7 @@ SiteEntry* site_intern(Domain domain, StackId stack) {
 
 bool triple_registry_init() { return g_sites.init(12) && g_triples.init(12); }
 
-TripleEntry* triple_intern(Domain domain, ThreadIdx thread, TaskId task, StackId stack) {
+TripleEntry* triple_intern(Domain domain, ThreadSlot thread, TaskId task, StackId stack) {
   uint64_t hash = hash_mix((static_cast<uint64_t>(raw(stack)) << 32 | raw(task)) ^
                            hash_mix((static_cast<uint64_t>(raw(thread)) << 8) | static_cast<uint64_t>(domain)));
   auto matches = [&](const TripleEntry* triple) {

@@ -31,7 +31,7 @@ struct TripleEntry {
   TripleEntry* next;
   uint64_t hash;
   uint32_t id;
-  ThreadIdx thread;
+  ThreadSlot thread;
   TaskId task;
   SiteEntry* site;
   std::atomic<uint64_t> alloc_count;
@@ -52,7 +52,7 @@ bool triple_registry_init();
 
 // triple_intern() returns the triple for the key, creating it and its site on first sight;
 // nullptr when memory is exhausted. Thread-safe; lock-free for known triples.
-TripleEntry* triple_intern(Domain domain, ThreadIdx thread, TaskId task, StackId stack);
+TripleEntry* triple_intern(Domain domain, ThreadSlot thread, TaskId task, StackId stack);
 
 const TripleEntry* triple_get(TripleId id);
 TripleEntry* triple_get_mutable(TripleId id);

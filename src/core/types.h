@@ -7,7 +7,9 @@
 //            cuda, cuda_host, cuda_managed, c10_cuda. Domains layer; reports never add layers.
 //   stack    return addresses of the allocating call, innermost first, interned to a StackId.
 //   site     (domain, stack), interned to a SiteId.
-//   thread   a small index (ThreadIdx) of an OS thread; tid and name are kept beside it.
+//   thread   a slot (ThreadSlot) that one OS thread holds at a time; the slot of a thread that
+//            is gone passes to a new one, and the stream tells the threads of a slot apart by
+//            the epochs they lived in (docs/FORMAT.md, THREADS); tid and name are kept beside it.
 //   task     the unit of work a thread is doing (leakscope_task_begin/end), interned with its
 //            user id to a TaskId; 0 means none.
 //   triple   (thread, task, stack) of one domain, interned to a TripleId; every allocation
@@ -49,7 +51,7 @@ const char* domain_name(Domain domain);
 enum class StackId : uint32_t { kNone = 0 };
 enum class SiteId : uint32_t { kNone = 0 };
 enum class TripleId : uint32_t { kNone = 0 };
-enum class ThreadIdx : uint32_t { kNone = 0 };
+enum class ThreadSlot : uint32_t { kNone = 0 };
 enum class TaskId : uint32_t { kNone = 0 };
 enum class Epoch : uint32_t {};
 

@@ -61,7 +61,7 @@ void LiveSeries::sample(const RunState& state) {
     if (!triples[id].known) continue;
     const Triple& triple = triples[id];
     by_task[triple.task != 0 ? state.tasks()[triple.task].name : std::string()] += triple.live_bytes();
-    by_thread[triple.thread] += triple.live_bytes();
+    state.for_each_thread_part(triple, [&](const ThreadPart& part) { by_thread[part.thread] += part.live_bytes; });
   }
   // Keys already tracked get a value at every sample, 0 when nothing of them is live now.
   for (auto& [name, track] : tasks_) by_task.emplace(name, 0);

@@ -1,8 +1,9 @@
 #include "report/run_state.h"
 
-#include "core/options.h"
-
+#include <algorithm>
 #include <cstdio>
+
+#include "core/options.h"
 
 namespace leakscope::report {
 
@@ -131,6 +132,7 @@ void RunState::apply_process(PayloadCursor& cursor) {
 void RunState::clear_cumulative_state() {
   for (Triple& triple : triples_) {
     triple.alloc_count = triple.alloc_bytes = triple.free_count = triple.free_bytes = triple.split_count = 0;
+    triple.later_threads.clear();
   }
   for (Site& site : sites_) {
     site.live_bytes = site.live_blocks = 0;
@@ -216,11 +218,10 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
         break;
       case SectionTag::kThreads:
         for (uint64_t n = cursor.count("thread count"); n > 0; --n) {
-          Thread& thread = slot(threads_, cursor.u32("thread index"), "thread");
-          thread.tid = static_cast<int64_t>(cursor.varint("tid"));
-          thread.name = cursor.blob("thread name");
-          thread.exited = cursor.varint("exited") != 0;
-          thread.known = true;
+          uint32_t slot_index = cursor.u32("thread slot");
+          int64_t tid = static_cast<int64_t>(cursor.varint("tid"));
+          std::string name = cursor.blob("thread name");
+          apply_thread(slot_index, tid, std::move(name), cursor.varint("thread flags"), epoch);
         }
         break;
       case SectionTag::kTasks:
@@ -249,10 +250,12 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
         for (uint64_t n = cursor.count("triple count"); n > 0; --n) {
           Triple& triple = slot(triples_, cursor.u32("triple id"), "triple");
           triple.site = cursor.u32("triple site");
-          triple.thread = cursor.u32("triple thread");
+          triple.slot = cursor.u32("triple thread");
           triple.task = cursor.u32("triple task");
           defined(sites_, triple.site, "site");
-          defined(threads_, triple.thread, "thread");
+          if (triple.slot == 0 || triple.slot >= slots_.size()) {
+            throw Malformed{"refers to undefined thread " + std::to_string(triple.slot)};
+          }
           if (triple.task != 0) defined(tasks_, triple.task, "task");
           triple.known = true;
         }
@@ -286,11 +289,23 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
           uint64_t triple = cursor.u32("birth triple");
           uint64_t birth_epoch = cursor.u32("birth epoch");
           int64_t bytes = cursor.signed_varint("birth bytes");
-          cursor.signed_varint("birth blocks");  // births are weighed by bytes
+          int64_t blocks = cursor.signed_varint("birth blocks");
           if (triple >= triples_.size() || !triples_[triple].known) {
             throw Malformed{"births for undefined triple " + std::to_string(triple)};
           }
-          add_birth(triples_[triple].site, epoch_start_ns(static_cast<uint32_t>(birth_epoch)), bytes);
+          Triple& born = triples_[triple];
+          add_birth(born.site, epoch_start_ns(static_cast<uint32_t>(birth_epoch)), bytes);
+          // Which thread of a shared slot these bytes are: the one alive in their birth epoch.
+          if (slots_[born.slot].size() > 1) {
+            uint32_t thread = thread_at(born.slot, static_cast<uint32_t>(birth_epoch));
+            if (thread != slots_[born.slot].front()) {
+              auto part = std::find_if(born.later_threads.begin(), born.later_threads.end(),
+                                       [&](const ThreadPart& each) { return each.thread == thread; });
+              if (part == born.later_threads.end()) part = born.later_threads.insert(part, ThreadPart{thread, 0, 0});
+              part->live_bytes += bytes;
+              part->live_blocks += blocks;
+            }
+          }
         }
         break;
       case SectionTag::kLifetimes:
@@ -315,6 +330,43 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
     }
   }
   ++snapshot_count_;
+}
+
+void RunState::apply_thread(uint32_t slot_index, int64_t tid, std::string name, uint64_t flags, uint32_t epoch) {
+  if (slot_index == 0 || slot_index > slots_.size()) throw Malformed{"bad thread id " + std::to_string(slot_index)};
+  if (slot_index == slots_.size()) slots_.emplace_back();
+  std::vector<uint32_t>& threads = slots_[slot_index];
+  bool exited = (flags & internal::kThreadExited) != 0;
+  // A new thread in the slot: flagged so, or (after damage the reader passed over) a different
+  // tid where the slot's thread had exited.
+  bool follows = threads.empty() || (flags & internal::kThreadFollowsAnother) != 0 ||
+                 (threads_[threads.back()].exited && threads_[threads.back()].tid != tid);
+  if (follows) {
+    if (!threads.empty()) {
+      Thread& before = threads_[threads.back()];
+      before.exited = true;
+      if (before.last_epoch == UINT32_MAX) before.last_epoch = epoch;  // its exit was passed over
+    }
+    threads.push_back(static_cast<uint32_t>(threads_.size()));
+    threads_.emplace_back();
+  }
+  Thread& thread = threads_[threads.back()];
+  thread.slot = slot_index;
+  thread.tid = tid;
+  thread.name = std::move(name);
+  // It may have lived, allocated and exited while this snapshot was being taken, in the epoch
+  // after the one the snapshot closes; the slot's next thread starts after a later snapshot.
+  if (exited && !thread.exited) thread.last_epoch = epoch + 1;
+  thread.exited = exited;
+  thread.known = true;
+}
+
+uint32_t RunState::thread_at(uint32_t slot, uint32_t epoch) const {
+  const std::vector<uint32_t>& threads = slots_[slot];
+  for (uint32_t thread : threads) {
+    if (threads_[thread].last_epoch >= epoch) return thread;
+  }
+  return threads.back();
 }
 
 void RunState::add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes) {

@@ -77,11 +77,24 @@ struct Stack {
   uint32_t first_epoch = 0;      // epoch of the snapshot that first carried it
 };
 
+// One thread of the process. Threads that lived one after another may share a slot (the
+// runtime reuses the slot of a thread that is gone); each still has an entry of its own here.
 struct Thread {
   int64_t tid = 0;
   std::string name;
   bool exited = false;
   bool known = false;
+  uint32_t slot = 0;
+  // The last epoch it can have allocated in: the one after the epoch that the snapshot which
+  // first said it exited closes (it may have run while that snapshot was taken).
+  uint32_t last_epoch = UINT32_MAX;
+};
+
+// What one thread holds of a triple's live memory.
+struct ThreadPart {
+  uint32_t thread = 0;  // index into RunState::threads()
+  int64_t live_bytes = 0;
+  int64_t live_blocks = 0;
 };
 
 struct Task {
@@ -107,9 +120,12 @@ struct EpochActivity {
 };
 
 struct Triple {
-  uint32_t site = 0, thread = 0, task = 0;
+  uint32_t site = 0, slot = 0, task = 0;  // slot: of the threads that allocated it
   uint64_t alloc_count = 0, alloc_bytes = 0, free_count = 0, free_bytes = 0, split_count = 0;
   EpochActivity last;  // what the latest applied snapshot added
+  // Live memory of the slot's later threads, by their birth epochs; the slot's first thread holds
+  // the rest. Empty while the slot has had one thread.
+  std::vector<ThreadPart> later_threads;
   bool known = false;
 
   int64_t live_bytes() const { return static_cast<int64_t>(alloc_bytes - free_bytes); }
@@ -134,6 +150,10 @@ class RunState {
   const std::vector<Module>& modules() const { return modules_; }
   const std::vector<Stack>& stacks() const { return stacks_; }
   const std::vector<Thread>& threads() const { return threads_; }
+  // for_each_thread_part() calls visit(ThreadPart) for each thread of a triple's slot that holds
+  // some of its live memory.
+  template <typename Visit>
+  void for_each_thread_part(const Triple& triple, Visit&& visit) const;
   const std::vector<Task>& tasks() const { return tasks_; }
   const std::vector<Site>& sites() const { return sites_; }
   const std::vector<Triple>& triples() const { return triples_; }
@@ -159,16 +179,45 @@ class RunState {
   std::vector<Module> modules_;
   std::vector<Stack> stacks_{1};
   std::vector<Thread> threads_{1};
+  std::vector<std::vector<uint32_t>> slots_{1};  // slot -> its threads, in order
   std::vector<Task> tasks_{1};
   std::vector<Site> sites_{1};
   std::vector<Triple> triples_{1};
   void add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes);
+  // apply_thread() reads one THREADS record; thread_at() is the thread of `slot` that could
+  // allocate in `epoch`.
+  void apply_thread(uint32_t slot_index, int64_t tid, std::string name, uint64_t flags, uint32_t epoch);
+  uint32_t thread_at(uint32_t slot, uint32_t epoch) const;
 
   std::array<int64_t, internal::kDomainCount> domain_live_bytes_{};
   uint64_t birth_bin_ns_ = kFirstBirthBinNs;
   std::vector<uint32_t> active_triples_;  // triples whose `last` the latest snapshot set
   std::unordered_map<uint32_t, uint64_t> epoch_close_ns_;
 };
+
+template <typename Visit>
+void RunState::for_each_thread_part(const Triple& triple, Visit&& visit) const {
+  const std::vector<uint32_t>& threads = slots_[triple.slot];
+  if (triple.later_threads.empty()) {
+    if (triple.live_bytes() != 0 || triple.live_blocks() != 0) {
+      visit(ThreadPart{threads.front(), triple.live_bytes(), triple.live_blocks()});
+    }
+    return;
+  }
+  ThreadPart first{threads.front(), triple.live_bytes(), triple.live_blocks()};
+  for (const ThreadPart& later : triple.later_threads) {
+    first.live_bytes -= later.live_bytes;
+    first.live_blocks -= later.live_blocks;
+  }
+  // Births can trail the counters by what other threads did while the snapshot was taken.
+  if (first.live_bytes > 0 || first.live_blocks > 0) {
+    visit(ThreadPart{first.thread, first.live_bytes > 0 ? first.live_bytes : 0,
+                     first.live_blocks > 0 ? first.live_blocks : 0});
+  }
+  for (const ThreadPart& later : triple.later_threads) {
+    if (later.live_bytes != 0 || later.live_blocks != 0) visit(later);
+  }
+}
 
 // read_run() applies `path` up to its `at`-th snapshot (1-based; 0 = the last) to *state, calling
 // on_snapshot(*state) after each snapshot. Throws StreamError. A torn last frame is reported on

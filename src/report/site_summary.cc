@@ -41,13 +41,15 @@ std::vector<SiteSummary> summarize_live_sites(const RunState& state) {
     summary.live_bytes += triple.live_bytes();
     summary.live_blocks += triple.live_blocks();
 
-    ThreadShare& thread_share = threads[triple.site][triple.thread];
-    const Thread& thread = state.threads()[triple.thread];
-    thread_share.thread = triple.thread;
-    thread_share.name = thread.name;
-    thread_share.tid = thread.tid;
-    thread_share.live_bytes += triple.live_bytes();
-    thread_share.live_blocks += triple.live_blocks();
+    state.for_each_thread_part(triple, [&](const ThreadPart& part) {
+      ThreadShare& thread_share = threads[triple.site][part.thread];
+      const Thread& thread = state.threads()[part.thread];
+      thread_share.thread = part.thread;
+      thread_share.name = thread.name;
+      thread_share.tid = thread.tid;
+      thread_share.live_bytes += part.live_bytes;
+      thread_share.live_blocks += part.live_blocks;
+    });
 
     std::string task_name = triple.task != 0 ? state.tasks()[triple.task].name : std::string();
     TaskShare& task_share = tasks[triple.site][task_name];

@@ -85,10 +85,10 @@ TEST_F(Registries, ConcurrentInterningAgreesOnEveryId) {
 TEST_F(Registries, TriplesShareTheirSiteAcrossThreadsAndTasks) {
   uintptr_t frames[] = {11, 22};
   StackId stack = depot_intern(frames, 2);
-  TripleEntry* one = triple_intern(Domain::kHeap, static_cast<ThreadIdx>(1), TaskId::kNone, stack);
-  TripleEntry* two = triple_intern(Domain::kHeap, static_cast<ThreadIdx>(2), TaskId::kNone, stack);
-  TripleEntry* again = triple_intern(Domain::kHeap, static_cast<ThreadIdx>(1), TaskId::kNone, stack);
-  TripleEntry* mapped = triple_intern(Domain::kMmap, static_cast<ThreadIdx>(1), TaskId::kNone, stack);
+  TripleEntry* one = triple_intern(Domain::kHeap, static_cast<ThreadSlot>(1), TaskId::kNone, stack);
+  TripleEntry* two = triple_intern(Domain::kHeap, static_cast<ThreadSlot>(2), TaskId::kNone, stack);
+  TripleEntry* again = triple_intern(Domain::kHeap, static_cast<ThreadSlot>(1), TaskId::kNone, stack);
+  TripleEntry* mapped = triple_intern(Domain::kMmap, static_cast<ThreadSlot>(1), TaskId::kNone, stack);
   EXPECT_EQ(one, again);
   EXPECT_NE(one, two);
   EXPECT_EQ(one->site, two->site);

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "harness.h"
 
@@ -295,6 +297,53 @@ TEST(SignalHandlers, ProgramSeesItsOwnHandlerFlagsAndMask) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "same_handler=1 flags=1 mask_usr2=1 mask_term=0\ninfo_seen=1\nsignal_returns_previous=1\n");
   EXPECT_EQ(run.out, run_program({fixture("signal_handler_allocs"), "read_back"}).out);
+}
+
+// --- Threads --------------------------------------------------------------------------------------
+
+int64_t own_memory_after(const std::vector<std::string>& command) {
+  std::string file = scratch_dir() + "/run.lsc";
+  std::vector<std::string> arguments = {"run", "-o", file, "--interval", "100ms", "--"};
+  arguments.insert(arguments.end(), command.begin(), command.end());
+  Outcome run = leakscope(arguments);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  return dump(file, {"--at", "end"})["overhead_bytes"].get<int64_t>();
+}
+
+TEST(Threads, SeventyThousandShortThreadsAreEachCountedWithTheirOwnBlock) {
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--interval", "100ms", "--", fixture("many_short_threads"), "70000"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "threads=70000\n");
+  nlohmann::json site = site_at(dump(file, {"--at", "end"}), "leave_one_block");
+  EXPECT_EQ(site["live_blocks"], 70000);
+  EXPECT_EQ(site["live_bytes"], 70000 * 32);
+  // Each thread holds its own block, though threads that lived one after another share a slot.
+  ASSERT_EQ(site["threads"].size(), 70000u);
+  for (const auto& thread : site["threads"]) ASSERT_EQ(thread["live_blocks"], 1) << thread.dump();
+}
+
+TEST(Threads, OwnMemoryStaysFlatAsThreadsComeAndGo) {
+  int64_t after_10k = own_memory_after({fixture("many_short_threads"), "10000", "free"});
+  int64_t after_70k = own_memory_after({fixture("many_short_threads"), "70000", "free"});
+  // Each thread's state and triples pass to the next: 60 000 more threads cost table growth at most.
+  EXPECT_LT(after_70k - after_10k, 4 << 20) << after_10k << " -> " << after_70k;
+}
+
+TEST(Threads, ThreadsSharingASlotKeepWhatEachHolds) {
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--interval", "50ms", "--", fixture("many_short_threads"), "named"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  nlohmann::json site = site_at(dump(file, {"--at", "end"}), "leave_one_block");
+  EXPECT_EQ(site["live_bytes"], 600);
+  std::map<std::string, int64_t> by_name;
+  std::set<int64_t> tids;
+  for (const auto& thread : site["threads"]) {
+    by_name[thread["name"].get<std::string>()] = thread["live_bytes"].get<int64_t>();
+    tids.insert(thread["tid"].get<int64_t>());
+  }
+  EXPECT_EQ(by_name, (std::map<std::string, int64_t>{{"request-1", 100}, {"request-2", 200}, {"request-3", 300}}));
+  EXPECT_EQ(tids.size(), 3u);
 }
 
 // --- Reserved address space -----------------------------------------------------------------------

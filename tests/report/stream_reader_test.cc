@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,37 @@ TEST(StreamReader, KeySnapshotAfterIntactOnesGivesTheSameStateAsTheirSum) {
   EXPECT_EQ(state.sites()[1].freed_bytes_by_lifetime[1], 400u);
   ASSERT_EQ(state.sites()[1].births.size(), 1u);
   EXPECT_EQ(state.sites()[1].births[0], 600);
+}
+
+// Slot 1 holds thread "a" (tid 10), which keeps 100 bytes and exits, then thread "b" (tid 11),
+// which keeps 200 bytes at the same site: one triple, two threads.
+TEST(StreamReader, ThreadsSharingASlotEachKeepTheirBirths) {
+  Bytes first;
+  first.section(SectionTag::kInfo, info(0, 1000000000, false));
+  first.section(SectionTag::kStacks, Bytes().varint(1).varint(1).varint(1).signed_varint(0x401000));
+  first.section(SectionTag::kThreads, Bytes().varint(1).varint(1).varint(10).blob("a").varint(0));
+  first.section(SectionTag::kSites, Bytes().varint(1).varint(1).varint(0).varint(1));
+  first.section(SectionTag::kTriples, Bytes().varint(1).varint(1).varint(1).varint(1).varint(0));
+  first.section(SectionTag::kCounters, Bytes().varint(1).varint(1).varint(1).varint(100).varint(0).varint(0).varint(0));
+  first.section(SectionTag::kBirths, Bytes().varint(1).varint(1).varint(0).signed_varint(100).signed_varint(1));
+  Bytes exit;
+  exit.section(SectionTag::kInfo, info(1, 2000000000, false));
+  exit.section(SectionTag::kThreads, Bytes().varint(1).varint(1).varint(10).blob("a").varint(kThreadExited));
+  Bytes next;
+  next.section(SectionTag::kInfo, info(3, 4000000000, true));
+  next.section(SectionTag::kThreads, Bytes().varint(1).varint(1).varint(11).blob("b").varint(kThreadFollowsAnother));
+  next.section(SectionTag::kCounters, Bytes().varint(1).varint(1).varint(1).varint(200).varint(0).varint(0).varint(0));
+  next.section(SectionTag::kBirths, Bytes().varint(1).varint(1).varint(3).signed_varint(200).signed_varint(1));
+  RunState state = load_run(write_temp(file_header() + process_frame() + frame(FrameType::kSnapshot, first.str()) +
+                                       frame(FrameType::kSnapshot, exit.str()) + frame(FrameType::kSnapshot, next.str())));
+  ASSERT_EQ(state.threads().size(), 3u);  // index 0 is none
+  std::map<std::string, int64_t> held;
+  state.for_each_thread_part(state.triples()[1], [&](const ThreadPart& part) {
+    held[state.threads()[part.thread].name] += part.live_bytes;
+  });
+  EXPECT_EQ(held, (std::map<std::string, int64_t>{{"a", 100}, {"b", 200}}));
+  EXPECT_TRUE(state.threads()[1].exited);
+  EXPECT_EQ(state.threads()[2].tid, 11);
 }
 
 TEST(StreamReader, UnknownSectionsAreSkipped) {
