@@ -43,6 +43,12 @@ int leakscope_task_begin(const char* name, uint64_t id);
  * leakscope is not tracking. */
 int leakscope_task_end(void);
 
+/* leakscope_thread_name()
+ * Names the calling thread in leakscope's reports (at most 63 bytes are kept, cut at a character), in place of the
+ * name the kernel has for it, which is left as it is: for runtimes whose threads have names of
+ * their own (Python's threading.Thread.name). Returns 0, or -1 when leakscope is not tracking. */
+int leakscope_thread_name(const char* name);
+
 /* leakscope_snapshot_now()
  * Writes a snapshot now and returns once it is on disk: 0, or -1 when not tracking or on a
  * write error. */

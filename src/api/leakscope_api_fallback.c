@@ -11,6 +11,11 @@ int leakscope_task_begin(const char* name, uint64_t id) {
 
 int leakscope_task_end(void) { return -1; }
 
+int leakscope_thread_name(const char* name) {
+  (void)name;
+  return -1;
+}
+
 int leakscope_snapshot_now(void) { return -1; }
 
 int64_t leakscope_live_bytes(leakscope_domain_t domain) {

@@ -39,6 +39,15 @@ LS_EXPORT int leakscope_task_end(void) {
   return result;
 }
 
+LS_EXPORT int leakscope_thread_name(const char* name) {
+  if (!tracking() || name == nullptr) return -1;
+  Bookkeeping bookkeeping;
+  ThreadState* thread = thread_current();
+  if (thread == nullptr) return -1;
+  thread_give_name(thread, name);
+  return 0;
+}
+
 LS_EXPORT int leakscope_snapshot_now(void) { return runtime_snapshot_now(); }
 
 LS_EXPORT int64_t leakscope_live_bytes(leakscope_domain_t domain) {

@@ -3,17 +3,56 @@
 // The seam between the runtime and a language runtime hosted by the traced process (an
 // interpreter whose own data leakscope reads). The core never names a language: a backend
 // implements this header (src/python/ for CPython), and the build links exactly one.
+//
+// An interpreter backend does three things: it registers the word that says its teardown has
+// begun (g_teardown_word, runtime.h); it puts the frames of the interpreted code running on a
+// thread into that thread's native stack, where the interpreter's own frames are; and it keeps
+// the table of interpreted code those frames name, which the snapshot writer emits.
 #ifndef LEAKSCOPE_CORE_INTERPRETER_H_
 #define LEAKSCOPE_CORE_INTERPRETER_H_
+
+#include <stdint.h>
 
 namespace leakscope::internal {
 
 // interpreter_attach() looks for an interpreter in the process, in the global scope and, when
 // `handle` is a library dlopen() just returned, in that library; once it finds one it registers
-// what the runtime watches (g_teardown_word, runtime.h) and later calls return at once. Called at
-// start and after every successful dlopen, inside the runtime (hook depth > 0), never from a
-// signal handler. Thread-safe. Allocates nothing through the hooked malloc.
+// what the runtime watches and reads, and later calls return at once. Called at start and after
+// every successful dlopen, inside the runtime (hook depth > 0), never from a signal handler.
+// Thread-safe. Allocates nothing through the hooked malloc.
 void interpreter_attach(void* handle);
+
+// interpreter_merge_frames() rewrites the native stack `frames` (innermost first, `depth` of
+// them, room for kMaxStackDepth) so that the interpreted frames running on this thread stand
+// where the interpreter's evaluation frames are, the interpreter's own call machinery between
+// them is left out, and the interpreted callers beyond what was unwound follow as the outermost;
+// returns the new depth, at most `max_depth` (docs/PYTHON.md: what is kept when they do not all
+// fit). Interpreted frames are tagged (stream_format.h, kInterpretedFrameTag). A thread that runs
+// no interpreted code now keeps its stack as it is. Called in the record step.
+int interpreter_merge_frames(uintptr_t* frames, int depth, int max_depth);
+
+// One entry of the interpreted-code table: what a tagged frame's code id names.
+struct InterpretedCode {
+  uint32_t language;      // stream_format.h, kLanguage*
+  uint32_t table_format;  // stream_format.h, kLineTable*
+  int32_t first_line;
+  const char* name;
+  uint32_t name_length;
+  const char* file;
+  uint32_t file_length;
+  const uint8_t* table;   // the line table, as the interpreter keeps it
+  uint32_t table_length;
+};
+
+// interpreter_code_end() is one past the largest code id (ids are dense from 1);
+// interpreter_code_get() reads entry `id`. Thread-safe.
+uint32_t interpreter_code_end();
+bool interpreter_code_get(uint32_t id, InterpretedCode* code);
+
+// Fork: the code table's lock.
+void interpreter_before_fork();
+void interpreter_after_fork_parent();
+void interpreter_after_fork_child();
 
 }  // namespace leakscope::internal
 

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "core/epoch.h"
+#include "core/interpreter.h"
 #include "core/interval_map.h"
 #include "core/sampler.h"
 #include "core/stack_capture.h"
@@ -41,6 +42,7 @@ TripleEntry* triple_for(ThreadState* thread, Domain domain, StackId stack) {
 LS_NOINLINE StackId captured_stack(ThreadState* thread) {
   uintptr_t frames[kMaxStackDepth];
   int depth = stack_capture(thread, frames, g_depth);
+  depth = interpreter_merge_frames(frames, depth, g_depth);
   return depot_intern(frames, depth);
 }
 

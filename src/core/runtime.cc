@@ -13,6 +13,7 @@
 #include "core/alloc_table.h"
 #include "core/epoch.h"
 #include "core/internal_alloc.h"
+#include "core/interpreter.h"
 #include "core/interval_map.h"
 #include "core/module_map.h"
 #include "core/recorder.h"
@@ -45,7 +46,13 @@ constexpr const char* kLineageVariable = "LEAKSCOPE_TRACED_ROOT";
 Options g_options;
 SpinLock g_snapshot_lock;  // one snapshot at a time: writer thread, snapshot_now, exit, signals
 bool g_final_written = false;
-std::atomic<bool> g_teardown_marked{false};
+// Teardown mark: 0 not yet, 1 being written by g_teardown_marker, 2 written.
+constexpr int kTeardownWriting = 1;
+constexpr int kTeardownWritten = 2;
+constexpr uint64_t kTeardownWaitNs = 2'000'000'000;
+int g_teardown_phase = 0;
+pid_t g_teardown_marker = 0;
+constexpr uint64_t kTeardownBegun = 1;  // polled while the mark is written, whatever began teardown
 std::atomic<bool> g_exec_pending{false};  // periodic snapshots wait: the exec snapshot must stay last
 pid_t g_pid = 0;
 char g_output_path[kMaxPathLength];
@@ -312,6 +319,7 @@ void fork_prepare() {
   g_snapshot_lock.lock();
   module_map_before_fork();
   depot_before_fork();
+  interpreter_before_fork();
   triple_registry_before_fork();
   task_registry_before_fork();
   thread_registry_before_fork();
@@ -327,6 +335,7 @@ void fork_parent() {
   thread_registry_after_fork_parent();
   task_registry_after_fork_parent();
   triple_registry_after_fork_parent();
+  interpreter_after_fork_parent();
   depot_after_fork_parent();
   module_map_after_fork_parent();
   g_snapshot_lock.unlock();
@@ -343,13 +352,14 @@ void fork_child() {
   thread_registry_after_fork_child();
   task_registry_after_fork_child();
   triple_registry_after_fork_child();
+  interpreter_after_fork_child();
   depot_after_fork_child();
   module_map_after_fork_child();
   g_snapshot_lock.reset_after_fork();
 
   pid_t parent = g_pid;
   g_pid = sys::get_pid();
-  g_teardown_marked.store(false, std::memory_order_relaxed);
+  __atomic_store_n(&g_teardown_phase, 0, __ATOMIC_RELAXED);
   g_exec_pending.store(false, std::memory_order_relaxed);
   g_writer_running = false;  // the parent's writer thread does not exist here
   g_writer_tid = 0;
@@ -454,12 +464,32 @@ void runtime_finish(SnapshotReason reason) {
 
 void runtime_mark_teardown(SnapshotReason reason) {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return;
-  if (g_teardown_marked.exchange(true, std::memory_order_acq_rel)) return;
+  int phase = 0;
+  if (!__atomic_compare_exchange_n(&g_teardown_phase, &phase, kTeardownWriting, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    // Another thread saw teardown begin first (a thread finishing its exit while the main thread
+    // finalizes, say): what this one frees waits for the mark, so that the mark shows what was
+    // live when teardown began, however the two are scheduled. Bounded, never on itself.
+    uint64_t deadline = sys::monotonic_ns() + kTeardownWaitNs;
+    while (phase == kTeardownWriting && __atomic_load_n(&g_teardown_marker, __ATOMIC_ACQUIRE) != sys::get_tid()) {
+      uint64_t now = sys::monotonic_ns();
+      if (now >= deadline) break;
+      sys::futex_wait(&g_teardown_phase, kTeardownWriting, deadline - now);
+      phase = __atomic_load_n(&g_teardown_phase, __ATOMIC_ACQUIRE);
+    }
+    return;
+  }
+  __atomic_store_n(&g_teardown_marker, sys::get_tid(), __ATOMIC_RELEASE);
+  g_teardown_word.store(&kTeardownBegun, std::memory_order_release);
+  {
+    Bookkeeping bookkeeping;
+    g_snapshot_lock.lock();
+    write_snapshot_locked(reason, 0, false);
+    g_snapshot_lock.unlock();
+  }
+  // Polls stop only now: until the mark is written, every thread that frees waits for it.
   g_teardown_word.store(nullptr, std::memory_order_relaxed);
-  Bookkeeping bookkeeping;
-  g_snapshot_lock.lock();
-  write_snapshot_locked(reason, 0, false);
-  g_snapshot_lock.unlock();
+  __atomic_store_n(&g_teardown_phase, kTeardownWritten, __ATOMIC_RELEASE);
+  sys::futex_wake(&g_teardown_phase);
 }
 
 void runtime_before_exec() {
@@ -479,6 +509,8 @@ void runtime_fatal_signal_snapshot(int signal_number) {
   finish(SnapshotReason::kSignal, signal_number);
   --leakscope_tls_hook_depth;
 }
+
+void runtime_note(const char* text) { report("", text); }
 
 void runtime_disable(const char* reason) {
   g_runtime_state.store(kDisabled, std::memory_order_release);

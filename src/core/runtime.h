@@ -101,8 +101,9 @@ void runtime_finish(SnapshotReason reason);
 
 // runtime_mark_teardown() writes the snapshot that marks where teardown begins, once per process:
 // `reason` is kTeardown (exit() called, an interpreter began finalizing) or kMainReturned. Reports
-// judge the run before it and show what teardown freed apart. Later calls return at once.
-// Thread-safe; callable from inside a hook, provided the caller holds none of the runtime's table
+// judge the run before it and show what teardown freed apart. A call from another thread while the
+// mark is being written waits for it (bounded), so no free is counted before the mark; later calls
+// return at once. Thread-safe; callable from inside a hook, provided the caller holds none of the runtime's table
 // locks.
 void runtime_mark_teardown(SnapshotReason reason);
 
@@ -129,6 +130,10 @@ void runtime_exec_failed();
 // interrupted stack (a small alternate signal stack) nor a lock the interrupted code holds is
 // needed. Async-signal-safe.
 void runtime_fatal_signal_snapshot(int signal_number);
+
+// runtime_note() prints "leakscope: <text>" on stderr: something the user should know that does
+// not stop tracking.
+void runtime_note(const char* text);
 
 // runtime_disable() prints "leakscope: tracking disabled: <reason>" once and stops tracking.
 void runtime_disable(const char* reason);

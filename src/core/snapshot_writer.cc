@@ -10,6 +10,7 @@
 #include "core/checksum.h"
 #include "core/epoch.h"
 #include "core/internal_alloc.h"
+#include "core/interpreter.h"
 #include "core/interval_map.h"
 #include "core/module_map.h"
 #include "core/proc_stats.h"
@@ -215,11 +216,12 @@ struct EmittedCounters {
 };
 
 // What the stream last said of the thread in a slot.
+constexpr uint32_t kReleasedSlotSaid = UINT32_MAX;  // the incarnation said of a slot found released
 struct EmittedThread {
   uint32_t incarnation;  // 0: nothing said of this slot yet
   pid_t tid;
   bool exited;
-  char name[kThreadNameSize];
+  char name[kGivenThreadNameSize];
 };
 
 struct LifetimeBytes {
@@ -236,6 +238,7 @@ struct WriterState {
   uint32_t sites_end = 1;
   uint32_t triples_end = 1;
   uint32_t tasks_end = 1;
+  uint32_t codes_end = 1;
   uint32_t modules_end = 0;
   InternalArray<uint8_t> module_unload_emitted;
   InternalArray<EmittedThread> threads;  // by slot
@@ -326,6 +329,26 @@ void write_info(FrameBuilder& frame, Epoch closed, SnapshotReason reason, int si
   frame.varint(alloc_table_live_blocks());
   frame.varint(recorder_reserved_bytes());
   frame.end_record(mark);
+}
+
+// write_interpreted_code() emits the interpreted code that stacks name and the stream does not
+// hold yet (interpreter.h).
+void write_interpreted_code(FrameBuilder& frame, uint32_t codes_end) {
+  if (codes_end <= g_writer.codes_end) return;
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kInterpretedCode, codes_end - g_writer.codes_end);
+  for (uint32_t id = g_writer.codes_end; id < codes_end; ++id) {
+    InterpretedCode code{};  // every id below the end is published; empty only if that ever fails
+    interpreter_code_get(id, &code);
+    frame.varint(id);
+    frame.varint(code.language);
+    frame.blob(code.name, code.name_length);
+    frame.blob(code.file, code.file_length);
+    frame.signed_varint(code.first_line);
+    frame.varint(code.table_format);
+    frame.blob(code.table, code.table_length);
+  }
+  frame.end_list(mark, codes_end - g_writer.codes_end);
+  g_writer.codes_end = codes_end;
 }
 
 void write_modules(FrameBuilder& frame) {
@@ -423,15 +446,30 @@ void write_threads(FrameBuilder& frame, uint32_t slots_end) {
   g_writer.threads.resize(slots_end);
   for (uint32_t slot = 1; slot < slots_end; ++slot) {
     ThreadRecordCopy record;
-    if (!thread_slot_read(static_cast<ThreadSlot>(slot), &record) || record.incarnation == 0) continue;
+    if (!thread_slot_read(static_cast<ThreadSlot>(slot), &record)) continue;
     EmittedThread& emitted = g_writer.threads[slot];
+    if (record.incarnation == 0) {
+      // Released: its last thread is gone, and blocks it allocated may still be live. A stream
+      // that has not said that thread (a forked child's, or since a key snapshot) says it once.
+      if (record.tid == 0 || (emitted.incarnation != 0 && emitted.tid != -1)) continue;
+      if (emitted.incarnation == 0) emitted.incarnation = kReleasedSlotSaid;
+      emitted.tid = record.tid;
+      emitted.exited = true;
+      const char* last_name = record.given_name[0] != '\0' ? record.given_name : record.exit_name;
+      memset(emitted.name, 0, sizeof(emitted.name));
+      memcpy(emitted.name, last_name, strnlen(last_name, sizeof(emitted.name) - 1));
+      changed.push_back(slot);
+      successor.push_back(0);
+      continue;
+    }
     bool same_thread = emitted.incarnation == record.incarnation;
-    char name[kThreadNameSize] = {};
-    if (same_thread) memcpy(name, emitted.name, kThreadNameSize);
+    char name[kGivenThreadNameSize] = {};
+    if (same_thread) memcpy(name, emitted.name, kGivenThreadNameSize);
     bool alive = current_thread_name(record.tid, record.exited, record.exit_name, name);
-    name[kThreadNameSize - 1] = '\0';
+    if (record.given_name[0] != '\0') memcpy(name, record.given_name, kGivenThreadNameSize);
+    name[kGivenThreadNameSize - 1] = '\0';
     if (same_thread && emitted.tid == record.tid && emitted.exited == !alive &&
-        memcmp(name, emitted.name, kThreadNameSize) == 0) {
+        strcmp(name, emitted.name) == 0) {
       if (emitted.exited && !kernel_knows(record.tid)) {
         thread_slot_release(static_cast<ThreadSlot>(slot), record.incarnation);
       }
@@ -441,7 +479,7 @@ void write_threads(FrameBuilder& frame, uint32_t slots_end) {
     emitted.incarnation = record.incarnation;
     emitted.tid = record.tid;
     emitted.exited = !alive;
-    memcpy(emitted.name, name, kThreadNameSize);
+    memcpy(emitted.name, name, kGivenThreadNameSize);
     changed.push_back(slot);
     successor.push_back(follows ? 1 : 0);
   }
@@ -699,7 +737,7 @@ void write_lifetimes(FrameBuilder& frame, const InternalArray<uint32_t>& freed_t
 }
 
 void reset_emitted_state() {
-  g_writer.stacks_end = g_writer.sites_end = g_writer.triples_end = g_writer.tasks_end = 1;
+  g_writer.stacks_end = g_writer.sites_end = g_writer.triples_end = g_writer.tasks_end = g_writer.codes_end = 1;
   g_writer.modules_end = 0;
   g_writer.module_unload_emitted.clear();
   // Every thread is said again, but which thread a slot held is kept, so that a new one is
@@ -793,6 +831,8 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   uint32_t sites_end = site_end_id();
   uint32_t stacks_end = depot_end_id();
   uint32_t slots_end = thread_slot_end();
+  // Read after the stacks' end: every stack up to it names code published before it.
+  uint32_t codes_end = interpreter_code_end();
   uint32_t tasks_end = task_end_id();
 
   // A key repeats what the stream holds, so that a reader can start over at it; the first
@@ -805,6 +845,7 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   frame.start(key ? FrameType::kKeySnapshot : FrameType::kSnapshot);
   write_info(frame, closed, reason, signal_number, final);
   write_modules(frame);
+  write_interpreted_code(frame, codes_end);
   write_stacks(frame, stacks_end);
   write_threads(frame, slots_end);
   write_tasks(frame, tasks_end);

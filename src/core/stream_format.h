@@ -50,6 +50,7 @@ enum class SectionTag : uint32_t {
   kBirths = 10,
   kLifetimes = 11,
   kTemporaries = 12,
+  kInterpretedCode = 13,
 };
 
 // Why a snapshot was taken (INFO section).
@@ -64,6 +65,21 @@ enum class SnapshotReason : uint32_t {
   kMainReturned = 7,    // teardown begins at main's return: main's own locals are already destroyed
   kQuickExit = 8,       // the final one at quick_exit(): at_quick_exit handlers run after it
 };
+
+// A stack frame with this bit set is a frame of interpreted code, not a return address:
+// bits 32-62 hold the code id (INTERPRETED_CODE), bits 0-31 the byte offset of the instruction
+// it runs in that code.
+constexpr uint64_t kInterpretedFrameTag = uint64_t{1} << 63;
+constexpr uint64_t kInterpretedCodeIdLimit = uint64_t{1} << 31;
+
+inline uint64_t interpreted_frame(uint32_t code_id, uint32_t offset) {
+  return kInterpretedFrameTag | static_cast<uint64_t>(code_id) << 32 | offset;
+}
+
+// INTERPRETED_CODE: the language, and how its line table reads.
+constexpr uint32_t kLanguagePython = 1;
+constexpr uint32_t kLineTablePython310 = 1;  // CPython 3.10's (byte delta, line delta) pairs
+constexpr uint32_t kLineTablePython311 = 2;  // CPython 3.11+'s location table
 
 // THREADS flags: the thread has exited; the thread is new in a slot that held another before it
 // (docs/FORMAT.md).

@@ -63,6 +63,7 @@ bool claim_slot(ThreadState*& fresh, uint32_t* slot, ThreadState** state, uint32
   ThreadRecord& record = g_records[*slot];
   record.tid = tid;
   record.exit_name[0] = '\0';
+  record.given_name[0] = '\0';
   record.exited.store(false, std::memory_order_relaxed);
   record.incarnation = *incarnation;
   return true;
@@ -120,7 +121,20 @@ bool thread_slot_read(ThreadSlot slot, ThreadRecordCopy* copy) {
   copy->tid = record.tid;
   copy->exited = record.exited.load(std::memory_order_acquire);
   memcpy(copy->exit_name, record.exit_name, kThreadNameSize);
+  memcpy(copy->given_name, record.given_name, kGivenThreadNameSize);
   return true;
+}
+
+void thread_give_name(ThreadState* state, const char* name) {
+  SpinLockGuard guard(g_register_lock);
+  char* given = g_records[raw(state->slot)].given_name;
+  size_t length = strnlen(name, kGivenThreadNameSize - 1);
+  // A longer name is cut where a UTF-8 character begins.
+  if (name[length] != '\0') {
+    while (length > 0 && (static_cast<unsigned char>(name[length]) & 0xc0) == 0x80) --length;
+  }
+  memcpy(given, name, length);
+  given[length] = '\0';
 }
 
 void thread_slot_release(ThreadSlot slot, uint32_t incarnation) {

@@ -27,6 +27,7 @@ constexpr int kMaxTaskDepth = 16;
 constexpr int kTripleCacheSlots = 64;
 constexpr uint32_t kMaxThreadSlots = 1u << 16;  // threads alive at once
 constexpr int kThreadNameSize = 16;             // as the kernel's comm
+constexpr int kGivenThreadNameSize = 64;        // leakscope_thread_name(): a runtime's own names run longer
 
 struct TripleCacheSlot {
   uint64_t key;  // domain, task and stack packed; 0 = empty
@@ -56,6 +57,7 @@ struct ThreadRecord {
   pid_t tid;
   std::atomic<bool> exited;
   char exit_name[kThreadNameSize];  // valid once `exited` is seen with acquire
+  char given_name[kGivenThreadNameSize];  // leakscope_thread_name(); empty when none (under the lock)
 };
 
 // A copy of a slot's record (thread_slot_read()).
@@ -64,6 +66,7 @@ struct ThreadRecordCopy {
   pid_t tid;
   bool exited;
   char exit_name[kThreadNameSize];
+  char given_name[kGivenThreadNameSize];
 };
 
 // thread_registry_init() sets up the registry and the exit notification key.
@@ -85,6 +88,9 @@ inline TaskId thread_current_task(const ThreadState* state) {
 // of `slot` as it is now, consistently (under the registry's lock); false when out of range.
 uint32_t thread_slot_end();
 bool thread_slot_read(ThreadSlot slot, ThreadRecordCopy* copy);
+
+// thread_give_name() sets the name reports show for the thread of `state` (leakscope_thread_name).
+void thread_give_name(ThreadState* state, const char* name);
 
 // thread_slot_release() frees `slot` for the next new thread, if it still holds `incarnation`.
 // Only for a thread the kernel no longer knows: its state is handed to another thread.

@@ -10,13 +10,16 @@
 // return from main, after finalization.
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <atomic>
 
 #include "core/interpreter.h"
 #include "core/runtime.h"
+#include "python/python_frames.h"
 
 namespace leakscope::internal {
 namespace {
@@ -53,12 +56,55 @@ size_t finalizing_offset(const uint8_t* runtime, int minor) {
   }
 }
 
-bool attach_in(void* scope) {
+// python_directory() finds leakscope's Python directory beside the preload: installed, or in the
+// build tree; false when there is none.
+bool python_directory(char* out, size_t size) {
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void*>(&interpreter_attach), &self) == 0 || self.dli_fname == nullptr) return false;
+  const char* slash = strrchr(self.dli_fname, '/');
+  if (slash == nullptr) return false;
+  int directory_length = static_cast<int>(slash - self.dli_fname);
+  for (const char* relative : {LEAKSCOPE_PYTHON_FROM_LIBDIR, "../share/leakscope/python"}) {
+    int written = snprintf(out, size, "%.*s/%s", directory_length, self.dli_fname, relative);
+    if (written > 0 && static_cast<size_t>(written) < size && access(out, R_OK | X_OK) == 0) return true;
+  }
+  return false;
+}
+
+// put_on_python_path() puts `directory` first on PYTHONPATH, once.
+void put_on_python_path(const char* directory) {
+  const char* existing = getenv("PYTHONPATH");
+  size_t length = strlen(directory);
+  if (existing != nullptr && strncmp(existing, directory, length) == 0 && (existing[length] == '\0' || existing[length] == ':')) {
+    return;  // an exec'd Python inherits it
+  }
+  char path[8192];
+  int written = existing != nullptr && existing[0] != '\0' ? snprintf(path, sizeof(path), "%s:%s", directory, existing)
+                                                          : snprintf(path, sizeof(path), "%s", directory);
+  if (written > 0 && static_cast<size_t>(written) < sizeof(path)) setenv("PYTHONPATH", path, 1);
+}
+
+bool attach_in(void* scope, bool at_start) {
   auto* runtime = static_cast<const uint8_t*>(dlsym(scope, "_PyRuntime"));
   if (runtime == nullptr) return false;
   g_found.store(true, std::memory_order_release);
-  size_t offset = finalizing_offset(runtime, python_minor_version(scope));
+  int minor = python_minor_version(scope);
+  size_t offset = finalizing_offset(runtime, minor);
   if (offset != 0) g_teardown_word.store(reinterpret_cast<const uint64_t*>(runtime + offset), std::memory_order_release);
+  const Options& options = runtime_options();
+  if (options.python_frames && !python_frames_attach(scope, minor, runtime)) {
+    char line[160];
+    snprintf(line, sizeof(line), "Python frames are off: CPython 3.%d is not one leakscope can read; stacks stay native",
+             minor);
+    runtime_note(line);
+  }
+  // Python reads PYTHONMALLOC when it initializes, after the library constructors: with pymalloc,
+  // objects of 512 bytes or less would be carved out of arenas and a leak of them would show as
+  // arena growth wherever the arena happened to be opened. A user's own setting is kept; sampled
+  // mode, which is for production, keeps pymalloc's speed (docs/PYTHON.md gives both costs).
+  if (at_start && options.python_malloc && options.sample == 0) setenv("PYTHONMALLOC", "malloc", 0);
+  char directory[4096];
+  if (at_start && options.python_threads && python_directory(directory, sizeof(directory))) put_on_python_path(directory);
   return true;
 }
 
@@ -66,7 +112,7 @@ bool attach_in(void* scope) {
 
 void interpreter_attach(void* handle) {
   if (g_found.load(std::memory_order_acquire)) return;
-  if (!attach_in(RTLD_DEFAULT) && handle != nullptr) attach_in(handle);
+  if (!attach_in(RTLD_DEFAULT, handle == nullptr) && handle != nullptr) attach_in(handle, false);
 }
 
 }  // namespace leakscope::internal

@@ -119,6 +119,9 @@ class SiteKeys {
     std::vector<SymbolizedFrame> user = symbolizer_.find_frames(
         stack, 2, [this](const std::string& path) { return roles_.is_framework_module(path); },
         [this](const SymbolizedFrame& frame) { return roles_.is_user(frame); });
+    if (!user.empty() && FrameRoles::is_generated_python(user[0])) {
+      user = roles_.user_frames(symbolizer_.stack(stack), 2);  // rare: the whole stack decides
+    }
     if (!user.empty()) {
       key.has_user_frame = true;
       key.frame = user[0];
@@ -217,8 +220,10 @@ void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& key
     }
     std::vector<std::vector<SeriesPoint>> series_parts;
     SiteEvidence evidence;
+    evidence.made_by_import = true;
     for (size_t part : group.parts) {
       const SiteReport& site = analysis.sites[part];
+      evidence.made_by_import &= site.made_by_import;
       series_parts.push_back(site_series(series, site));
       evidence.births.insert(evidence.births.end(), site.summary.births.begin(), site.summary.births.end());
     }
@@ -366,6 +371,9 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
     evidence.epochs = capture.epochs();
     evidence.allocations = site.summary.allocations;
     evidence.live_blocks = site.summary.live_blocks;
+    site.made_by_import = analysis->symbolizer->runs_python_function(site.summary.stack, "_find_and_load",
+                                                                       "<frozen importlib._bootstrap");
+    evidence.made_by_import = site.made_by_import;
     site.judgement = judge_site(evidence);
     site.median_age_s = now_s * (1 - site.judgement.median_birth_fraction);
   }

@@ -36,6 +36,7 @@ struct SiteReport {
   int64_t freed_at_exit_bytes = 0;  // live at the judged snapshot, freed by the end of the stream
   size_t group = 0;                 // index in RunAnalysis::groups
   bool from_earlier = false;        // taken from the snapshot before a main-return mark
+  bool made_by_import = false;      // its stack runs Python's import machinery (SiteEvidence)
 };
 
 // The sites that share one first user frame: one bug, one answer.

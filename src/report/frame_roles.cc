@@ -66,6 +66,17 @@ bool is_interpreter_executable(const std::string& name) {
 
 }  // namespace
 
+bool is_library_python_file(const std::string& file) {
+  if (starts_with(file, "<frozen ")) return true;  // importlib and friends, compiled into the interpreter
+  if (file.find("/share/leakscope/python/") != std::string::npos) return true;  // leakscope's own package
+  for (const char* directory : kPackageDirectories) {
+    if (file.find(directory) != std::string::npos) return true;
+  }
+  // The standard library: .../lib/python3.X/...
+  size_t lib = file.find("/lib/python3");
+  return lib != std::string::npos && file.find('/', lib + 12) != std::string::npos;
+}
+
 std::string module_base_name(const std::string& module) {
   size_t slash = module.rfind('/');
   return slash == std::string::npos ? module : module.substr(slash + 1);
@@ -116,6 +127,7 @@ bool FrameRoles::is_framework_module(const std::string& path) const {
 }
 
 bool FrameRoles::is_user(const SymbolizedFrame& frame) const {
+  if (frame.language == "python") return !is_library_python_file(frame.file);
   if (is_framework_module(frame.module)) return false;
   std::string name = qualified_name(frame.function);
   for (const char* prefix : kFrameworkFunctions) {
@@ -124,11 +136,40 @@ bool FrameRoles::is_user(const SymbolizedFrame& frame) const {
   return true;
 }
 
+bool FrameRoles::is_generated_python(const SymbolizedFrame& frame) {
+  return frame.language == "python" && starts_with(frame.file, "<") && !starts_with(frame.file, "<frozen ");
+}
+
+namespace {
+
+// has_python_caller() is whether a Python frame from a file (not one compiled from a string) calls
+// frames[index], however far out.
+bool has_python_caller(const std::vector<SymbolizedFrame>& frames, size_t index) {
+  for (size_t i = index + 1; i < frames.size(); ++i) {
+    if (frames[i].language == "python" && !FrameRoles::is_generated_python(frames[i])) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool FrameRoles::is_user_in(const std::vector<SymbolizedFrame>& frames, size_t index) const {
+  return is_user(frames[index]) && !(is_generated_python(frames[index]) && has_python_caller(frames, index));
+}
+
 size_t FrameRoles::first_user_frame(const std::vector<SymbolizedFrame>& frames) const {
   for (size_t i = 0; i < frames.size(); ++i) {
-    if (is_user(frames[i])) return i;
+    if (is_user_in(frames, i)) return i;
   }
   return std::string::npos;
+}
+
+std::vector<SymbolizedFrame> FrameRoles::user_frames(const std::vector<SymbolizedFrame>& frames, size_t count) const {
+  std::vector<SymbolizedFrame> found;
+  for (size_t i = 0; i < frames.size() && found.size() < count; ++i) {
+    if (is_user_in(frames, i)) found.push_back(frames[i]);
+  }
+  return found;
 }
 
 FrameFolder::FrameFolder(const std::string& groups) : patterns_(fold_patterns(groups)) {}

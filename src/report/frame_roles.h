@@ -11,7 +11,8 @@
 // lib-dynload, site-packages or dist-packages), or a module named by --fold; nor when it is
 // standard-library or framework code instantiated or inlined into the program (std::, __gnu_cxx::,
 // c10::, at::, torch::, pybind11::, operator new). The program's executable is always its own code,
-// wherever it is installed, unless it is an interpreter.
+// wherever it is installed, unless it is an interpreter. A Python frame is a user frame unless its
+// file belongs to the standard library or an installed package.
 #ifndef LEAKSCOPE_REPORT_FRAME_ROLES_H_
 #define LEAKSCOPE_REPORT_FRAME_ROLES_H_
 
@@ -37,7 +38,18 @@ class FrameRoles {
   // first_user_frame() is the index of the innermost user frame of `frames`, or npos.
   size_t first_user_frame(const std::vector<SymbolizedFrame>& frames) const;
 
+  // is_generated_python() is true for Python code compiled from a string (`<string>`: what
+  // namedtuple, dataclasses and .pth lines exec, `python -c`, a subinterpreter's script): the
+  // program's own only when no Python frame from a file calls it; else the frames around it
+  // decide (user_frames()).
+  static bool is_generated_python(const SymbolizedFrame& frame);
+
+  // user_frames() is the first `count` user frames of a whole stack, innermost first.
+  std::vector<SymbolizedFrame> user_frames(const std::vector<SymbolizedFrame>& frames, size_t count) const;
+
  private:
+  bool is_user_in(const std::vector<SymbolizedFrame>& frames, size_t index) const;
+
   std::vector<std::string> folded_;  // --fold's module-name fragments
   std::string executable_;
 };
@@ -61,6 +73,11 @@ class FrameFolder {
 // fold_patterns() expands --fold's list into module-name fragments ("torch" and "python" are
 // groups of several).
 std::vector<std::string> fold_patterns(const std::string& groups);
+
+// is_library_python_file() is true for Python code of the standard library, of installed
+// packages (site-packages, dist-packages) and of the interpreter's frozen modules: Python frames
+// in any other file are the program's own.
+bool is_library_python_file(const std::string& file);
 
 // module_base_name() is the file name of a module path, without its directories.
 std::string module_base_name(const std::string& module);

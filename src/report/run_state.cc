@@ -224,6 +224,18 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
           apply_thread(slot_index, tid, std::move(name), cursor.varint("thread flags"), epoch);
         }
         break;
+      case SectionTag::kInterpretedCode:
+        for (uint64_t n = cursor.count("code count"); n > 0; --n) {
+          Code& code = slot(codes_, cursor.u32("code id"), "code");
+          code.language = cursor.u32("code language");
+          code.name = cursor.blob("code name");
+          code.file = cursor.blob("code file");
+          code.first_line = static_cast<int32_t>(cursor.signed_varint("code first line"));
+          code.table_format = cursor.u32("line table format");
+          code.table = cursor.blob("line table");
+          code.known = true;
+        }
+        break;
       case SectionTag::kTasks:
         for (uint64_t n = cursor.count("task count"); n > 0; --n) {
           Task& task = slot(tasks_, cursor.u32("task id"), "task");

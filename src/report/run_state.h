@@ -97,6 +97,17 @@ struct ThreadPart {
   int64_t live_blocks = 0;
 };
 
+// Interpreted code that stack frames name (INTERPRETED_CODE).
+struct Code {
+  uint32_t language = 0;
+  std::string name;  // qualified name
+  std::string file;
+  int32_t first_line = 0;
+  uint32_t table_format = 0;
+  std::string table;  // the line table, as the interpreter kept it
+  bool known = false;
+};
+
 struct Task {
   uint64_t user_id = 0;
   std::string name;
@@ -155,6 +166,7 @@ class RunState {
   template <typename Visit>
   void for_each_thread_part(const Triple& triple, Visit&& visit) const;
   const std::vector<Task>& tasks() const { return tasks_; }
+  const std::vector<Code>& codes() const { return codes_; }
   const std::vector<Site>& sites() const { return sites_; }
   const std::vector<Triple>& triples() const { return triples_; }
   // Live bytes per domain now (index: Domain value), kept up to date as counters are applied.
@@ -181,6 +193,7 @@ class RunState {
   std::vector<Thread> threads_{1};
   std::vector<std::vector<uint32_t>> slots_{1};  // slot -> its threads, in order
   std::vector<Task> tasks_{1};
+  std::vector<Code> codes_{1};
   std::vector<Site> sites_{1};
   std::vector<Triple> triples_{1};
   void add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes);

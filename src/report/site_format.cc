@@ -103,8 +103,10 @@ nlohmann::json frame_json(const SymbolizedFrame& frame) {
   json["file"] = frame.file.empty() ? nlohmann::json() : nlohmann::json(frame.file);
   json["line"] = frame.line > 0 ? nlohmann::json(frame.line) : nlohmann::json();
   json["module"] = frame.module;
-  json["address"] = fmt::format("{:#x}", frame.address);
-  json["offset"] = fmt::format("{:#x}", frame.module_offset);
+  json["language"] = frame.language.empty() ? "native" : frame.language;
+  bool native = frame.language.empty();
+  json["address"] = native ? nlohmann::json(fmt::format("{:#x}", frame.address)) : nlohmann::json();
+  json["offset"] = native ? nlohmann::json(fmt::format("{:#x}", frame.module_offset)) : nlohmann::json();
   json["inlined"] = frame.inlined;
   if (frame.folded > 0) json["folded"] = frame.folded;
   return json;

@@ -9,7 +9,33 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/stream_format.h"
+#include "report/python_lines.h"
+
 namespace leakscope::report {
+
+namespace {
+
+// The subprogram and inlined-subroutine DIEs of one compilation unit, as a tree by address.
+struct ScopeTree {
+  struct Node {
+    Dwarf_Off die;
+    int tag;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [begin, end)
+    std::vector<int> children;
+  };
+  std::vector<Node> nodes;
+  std::vector<std::pair<uint64_t, int>> roots;  // each top-level range's begin, and its node; sorted
+
+  bool contains(const Node& node, uint64_t address) const {
+    for (const auto& [begin, end] : node.ranges) {
+      if (address >= begin && address < end) return true;
+    }
+    return false;
+  }
+};
+
+}  // namespace
 
 struct Symbolizer::ModuleDebug {
   struct Symbol {
@@ -25,6 +51,10 @@ struct Symbolizer::ModuleDebug {
   // which takes minutes on a library with hundreds of thousands of symbols (libtorch).
   std::vector<Symbol> symbols;
   bool symbols_indexed = false;
+  // The functions and inlined calls of each compilation unit by address, built once per unit:
+  // libdw's dwarf_getscopes() walks the whole unit per address, seconds per thousand addresses in
+  // a unit such as CPython's ceval.c.
+  std::unordered_map<Dwarf_Off, ScopeTree> scope_trees;
 
   const char* symbol_at(uint64_t address);
   ~ModuleDebug() {
@@ -111,6 +141,72 @@ std::string die_name(Dwarf_Die* die) {
   return qualified_name(&declaration, plain);
 }
 
+bool is_function_scope(int tag) { return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine; }
+
+// add_scopes() adds the function scopes among the children of `parent_die` to `tree`, under node
+// `parent` (-1: top level), looking through lexical blocks, namespaces and classes.
+void add_scopes(Dwarf_Die* parent_die, int parent, ScopeTree& tree, int depth) {
+  if (depth > 64) return;
+  Dwarf_Die child;
+  if (dwarf_child(parent_die, &child) != 0) return;
+  do {
+    int tag = dwarf_tag(&child);
+    if (is_function_scope(tag)) {
+      ScopeTree::Node node{dwarf_dieoffset(&child), tag, {}, {}};
+      Dwarf_Addr base = 0, begin = 0, end = 0;
+      for (ptrdiff_t at = 0; (at = dwarf_ranges(&child, at, &base, &begin, &end)) > 0;) {
+        if (begin < end) node.ranges.emplace_back(begin, end);
+      }
+      int index = static_cast<int>(tree.nodes.size());
+      bool placed = !node.ranges.empty();
+      if (placed) {
+        tree.nodes.push_back(std::move(node));
+        if (parent < 0) {
+          for (const auto& range : tree.nodes[index].ranges) tree.roots.emplace_back(range.first, index);
+        } else {
+          tree.nodes[parent].children.push_back(index);
+        }
+      }
+      add_scopes(&child, placed ? index : parent, tree, depth + 1);
+    } else if (tag == DW_TAG_lexical_block || tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+               tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
+      add_scopes(&child, parent, tree, depth + 1);
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+ScopeTree build_scope_tree(Dwarf_Die* unit) {
+  ScopeTree tree;
+  add_scopes(unit, -1, tree, 0);
+  std::sort(tree.roots.begin(), tree.roots.end());
+  return tree;
+}
+
+// scope_path() is the chain of function scopes containing `address`, outermost first.
+std::vector<int> scope_path(const ScopeTree& tree, uint64_t address) {
+  std::vector<int> path;
+  auto after = std::upper_bound(tree.roots.begin(), tree.roots.end(), std::make_pair(address, INT32_MAX));
+  int node = -1;
+  // Top-level functions do not overlap: the one that starts last at or before the address.
+  for (auto it = after; it != tree.roots.begin() && node < 0;) {
+    --it;
+    if (tree.contains(tree.nodes[it->second], address)) node = it->second;
+    if (after - it > 8) break;
+  }
+  while (node >= 0) {
+    path.push_back(node);
+    int next = -1;
+    for (int child : tree.nodes[node].children) {
+      if (tree.contains(tree.nodes[child], address)) {
+        next = child;
+        break;
+      }
+    }
+    node = next;
+  }
+  return path;
+}
+
 // Inlined calls around `address`: outer frames with the call site of each inlined function.
 struct InlineChain {
   std::vector<std::string> names;   // innermost first: the inlined functions, then their host
@@ -118,43 +214,35 @@ struct InlineChain {
   std::vector<int> lines;
 };
 
-InlineChain inline_chain(Dwfl_Module* module, Dwarf_Addr address) {
+InlineChain inline_chain(Dwfl_Module* module, std::unordered_map<Dwarf_Off, ScopeTree>& trees, Dwarf_Addr address) {
   InlineChain chain;
   Dwarf_Addr bias = 0;
   Dwarf_Die* unit = dwfl_module_addrdie(module, address, &bias);
   if (unit == nullptr) return chain;
-  Dwarf_Die* scopes = nullptr;
-  int count = dwarf_getscopes(unit, address - bias, &scopes);
-  if (count <= 0) return chain;
-  // dwarf_getscopes() stops at the innermost inlined instance; the DIEs that contain that
-  // instance (further inlined calls, then the host function) come from dwarf_getscopes_die().
-  Dwarf_Die* innermost = nullptr;
-  for (int i = 0; i < count && innermost == nullptr; ++i) {
-    int tag = dwarf_tag(&scopes[i]);
-    if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram) innermost = &scopes[i];
-  }
-  Dwarf_Die* containing = nullptr;
-  int depth = innermost != nullptr ? dwarf_getscopes_die(innermost, &containing) : 0;
+  Dwarf* dwarf = dwfl_module_getdwarf(module, &bias);
+  if (dwarf == nullptr) return chain;
+  auto found = trees.find(dwarf_dieoffset(unit));
+  if (found == trees.end()) found = trees.emplace(dwarf_dieoffset(unit), build_scope_tree(unit)).first;
+  const ScopeTree& tree = found->second;
+  std::vector<int> path = scope_path(tree, address - bias);
   Dwarf_Files* files = nullptr;
   size_t file_count = 0;
   dwarf_getsrcfiles(unit, &files, &file_count);
-  for (int i = 0; i < depth; ++i) {
-    int tag = dwarf_tag(&containing[i]);
-    if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
-    chain.names.push_back(die_name(&containing[i]));
-    if (tag == DW_TAG_subprogram) break;
+  for (size_t i = path.size(); i-- > 0;) {
+    Dwarf_Die die;
+    if (dwarf_offdie(dwarf, tree.nodes[path[i]].die, &die) == nullptr) break;
+    chain.names.push_back(die_name(&die));
+    if (tree.nodes[path[i]].tag == DW_TAG_subprogram) break;
     Dwarf_Attribute attribute;
     Dwarf_Word file = 0, line = 0;
     const char* file_name = nullptr;
-    if (dwarf_formudata(dwarf_attr(&containing[i], DW_AT_call_file, &attribute), &file) == 0 && files != nullptr) {
+    if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &attribute), &file) == 0 && files != nullptr) {
       file_name = dwarf_filesrc(files, file, nullptr, nullptr);
     }
-    dwarf_formudata(dwarf_attr(&containing[i], DW_AT_call_line, &attribute), &line);
+    dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &attribute), &line);
     chain.files.push_back(file_name != nullptr ? file_name : "");
     chain.lines.push_back(static_cast<int>(line));
   }
-  free(containing);
-  free(scopes);
   return chain;
 }
 
@@ -200,15 +288,46 @@ Symbolizer::Symbolizer(const RunState& state) : state_(state), debug_(state.modu
 
 Symbolizer::~Symbolizer() = default;
 
-const Module* Symbolizer::module_for(uint64_t address, uint32_t epoch) const {
-  const Module* fallback = nullptr;
-  for (const Module& module : state_.modules()) {
-    if (!module.contains(address)) continue;
-    bool alive = module.load_epoch <= epoch && (!module.unloaded || module.unload_epoch >= epoch);
-    if (alive) return &module;
-    fallback = &module;  // the latest one loaded there
+void Symbolizer::index_segments() const {
+  const std::vector<Module>& modules = state_.modules();
+  segments_.clear();
+  for (uint32_t index = 0; index < modules.size(); ++index) {
+    for (const ModuleSegment& segment : modules[index].segments) {
+      uint64_t begin = modules[index].base + segment.vaddr;
+      if (segment.memsz > 0) segments_.push_back(SegmentEntry{begin, begin + segment.memsz, index, 0});
+    }
   }
-  return fallback;
+  std::sort(segments_.begin(), segments_.end(),
+            [](const SegmentEntry& a, const SegmentEntry& b) { return a.begin < b.begin; });
+  uint64_t max_end = 0;
+  for (SegmentEntry& entry : segments_) max_end = entry.max_end = std::max(max_end, entry.end);
+  segments_modules_ = modules.size();
+}
+
+// module_for() is the module loaded at `address` at `epoch`: of those ever there, the first that
+// was alive then, else the latest one loaded there.
+const Module* Symbolizer::module_for(uint64_t address, uint32_t epoch) const {
+  if ((address & internal::kInterpretedFrameTag) != 0) return nullptr;
+  const std::vector<Module>& modules = state_.modules();
+  if (segments_modules_ != modules.size()) index_segments();
+  auto after = std::upper_bound(segments_.begin(), segments_.end(), address,
+                                [](uint64_t value, const SegmentEntry& entry) { return value < entry.begin; });
+  uint32_t alive = UINT32_MAX;
+  const Module* fallback = nullptr;
+  // Entries before `after` begin at or below the address; none further back reaches it once the
+  // largest end so far is at or below it.
+  for (auto it = after; it != segments_.begin();) {
+    --it;
+    if (it->max_end <= address) break;
+    if (address >= it->end) continue;
+    const Module& module = modules[it->module];
+    if (module.load_epoch <= epoch && (!module.unloaded || module.unload_epoch >= epoch)) {
+      alive = std::min(alive, it->module);
+    } else if (fallback == nullptr || it->module > fallback - modules.data()) {
+      fallback = &module;
+    }
+  }
+  return alive != UINT32_MAX ? &modules[alive] : fallback;
 }
 
 Symbolizer::ModuleDebug& Symbolizer::debug_for(const Module& module) {
@@ -242,6 +361,28 @@ Symbolizer::ModuleDebug& Symbolizer::debug_for(const Module& module) {
   return debug;
 }
 
+SymbolizedFrame Symbolizer::interpreted_frame(uint64_t address) const {
+  SymbolizedFrame frame;
+  frame.address = address;
+  uint32_t id = static_cast<uint32_t>((address & ~internal::kInterpretedFrameTag) >> 32);
+  uint32_t offset = static_cast<uint32_t>(address);
+  const std::vector<Code>& codes = state_.codes();
+  if (id >= codes.size() || !codes[id].known) {
+    frame.function = "[unknown Python code]";
+    frame.language = "python";
+    frame.module = "python";
+    return frame;
+  }
+  const Code& code = codes[id];
+  frame.function = code.name;
+  frame.file = code.file;
+  int line = python_line(code.table_format, code.table, code.first_line, offset);
+  frame.line = line > 0 ? line : code.first_line;
+  frame.language = code.language == internal::kLanguagePython ? "python" : "interpreted";
+  frame.module = frame.language;
+  return frame;
+}
+
 const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint32_t epoch) {
   const Module* module = module_for(address, epoch);
   uint64_t key = address ^ (static_cast<uint64_t>(module != nullptr ? module->id + 1 : 0) << 52);
@@ -252,6 +393,10 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
   if (address == internal::kSmallSignalStackFrame) {
     frame.function = "[no stack: allocated on a signal stack too small to unwind]";
     frames.push_back(frame);
+    return frames;
+  }
+  if ((address & internal::kInterpretedFrameTag) != 0) {
+    frames.push_back(interpreted_frame(address));
     return frames;
   }
   if (module == nullptr) {
@@ -279,7 +424,7 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
     if (file != nullptr) frame.file = file;
     frame.line = number;
   }
-  InlineChain chain = inline_chain(debug.module, lookup);
+  InlineChain chain = inline_chain(debug.module, debug.scope_trees, lookup);
   if (chain.names.size() <= 1) {
     frames.push_back(frame);
     return frames;
@@ -338,6 +483,16 @@ std::vector<SymbolizedFrame> Symbolizer::find_frames(uint32_t id, size_t count,
     }
   }
   return found;
+}
+
+bool Symbolizer::runs_python_function(uint32_t id, const std::string& function, const std::string& file_prefix) const {
+  if (id >= state_.stacks().size()) return false;
+  for (uint64_t address : state_.stacks()[id].frames) {
+    if ((address & internal::kInterpretedFrameTag) == 0) continue;
+    SymbolizedFrame frame = interpreted_frame(address);
+    if (frame.function == function && frame.file.compare(0, file_prefix.size(), file_prefix) == 0) return true;
+  }
+  return false;
 }
 
 }  // namespace leakscope::report

@@ -27,6 +27,7 @@ struct SymbolizedFrame {
   std::string file;            // empty without debug info
   int line = 0;
   std::string module;          // module path, with " (missing)" or " (changed)" when unusable
+  std::string language;        // "python" for a Python frame; empty for native code
   bool inlined = false;        // inlined into the frame that follows it
   int folded = 0;              // > 0: stands for this many framework frames (FrameFolder)
 };
@@ -51,13 +52,28 @@ class Symbolizer {
                                            const std::function<bool(const std::string&)>& skip_module,
                                            const std::function<bool(const SymbolizedFrame&)>& accept);
 
+  // runs_python_function() tells whether stack `id` holds a Python frame of `function` in a file
+  // whose name begins with `file_prefix`; native frames are not symbolized for it.
+  bool runs_python_function(uint32_t id, const std::string& function, const std::string& file_prefix) const;
+
  private:
   struct ModuleDebug;
   const std::vector<SymbolizedFrame>& symbolize(uint64_t address, uint32_t epoch);
+  SymbolizedFrame interpreted_frame(uint64_t address) const;
   const Module* module_for(uint64_t address, uint32_t epoch) const;
   ModuleDebug& debug_for(const Module& module);
 
+  // The modules' segments by address, for module_for(); rebuilt when modules were added.
+  struct SegmentEntry {
+    uint64_t begin, end;
+    uint32_t module;      // index in state_.modules()
+    uint64_t max_end;     // the largest end of this entry and all before it
+  };
+  void index_segments() const;
+
   const RunState& state_;
+  mutable std::vector<SegmentEntry> segments_;
+  mutable size_t segments_modules_ = 0;
   std::vector<std::unique_ptr<ModuleDebug>> debug_;
   std::unordered_map<uint64_t, std::vector<SymbolizedFrame>> frames_;  // by address and module
 };

@@ -159,6 +159,12 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
     judgement.reason = "nothing live now";
     return judgement;
   }
+  if (evidence.made_by_import) {
+    judgement.verdict = Verdict::kStartup;
+    judgement.confidence = samples_factor;
+    judgement.reason = "made while importing modules: import-time code runs once per module";
+    return judgement;
+  }
   // A leak keeps bytes from across the time it grew (leak entropy), or keeps what it grew in a few
   // blocks re-allocated ever larger: then the series never falls back below what it reached.
   size_t dips = 0;

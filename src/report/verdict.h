@@ -62,6 +62,9 @@ struct SiteEvidence {
   uint32_t epochs = 0;  // epochs so far (k + 1 at snapshot k)
   uint64_t allocations = 0;  // blocks allocated so far, and live now: for the reason's words only
   int64_t live_blocks = 0;
+  // Every block was allocated while a Python module was being imported: code that runs once per
+  // module, however long the imports take.
+  bool made_by_import = false;
 };
 
 struct SiteJudgement {

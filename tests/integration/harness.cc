@@ -24,6 +24,16 @@ std::string read_file(const std::string& path) {
   return content.str();
 }
 
+int marker_line(const std::string& file, const std::string& name) {
+  std::istringstream lines(read_file(fixture_source(file)));
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    if (line.find("# marker: " + name) != std::string::npos) return number;
+  }
+  ADD_FAILURE() << "no marker " << name << " in " << file;
+  return 0;
+}
+
 std::vector<std::string> lines_wider_than(const std::string& text, size_t columns) {
   std::vector<std::string> wide;
   size_t start = 0;

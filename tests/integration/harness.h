@@ -34,6 +34,9 @@ std::string fixture(const std::string& name);
 std::string fixture_source(const std::string& name);
 std::string preload_library();
 
+// marker_line() is the line of the fixture script `file` that carries the comment "# marker: NAME".
+int marker_line(const std::string& file, const std::string& name);
+
 // scratch_dir() is a fresh directory for this test's files.
 std::string scratch_dir();
 

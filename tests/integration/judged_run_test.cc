@@ -277,6 +277,7 @@ TEST(JudgedRun, TorchLeakAfterImportTorchInAShortRunIsALeak) {
   // loaded machine makes the import slow.
   Judged judged = judge({kPython, fixture_source("torch_leak_after_import.py"), "300"});
   ASSERT_EQ(judged.run.out, "kept 300\n");
+  int line = marker_line("torch_leak_after_import.py", "infer");
   bool found = false;
   for (const auto& site : judged.report["sites"]) {
     if (site["domain"] != "c10_cpu" || site["live_bytes"] != 300 * 256 * 256 * 4) continue;
@@ -284,8 +285,31 @@ TEST(JudgedRun, TorchLeakAfterImportTorchInAShortRunIsALeak) {
     EXPECT_EQ(site["verdict"], "leak") << site["reason"];
     EXPECT_EQ(site["live_blocks"], 300);
     EXPECT_EQ(site["freed_at_exit_bytes"], site["live_bytes"]);
+    // Named at the Python line that made the tensor, with the torch op's frames above it.
+    EXPECT_EQ(site["first_user_frame"]["function"], "infer");
+    EXPECT_EQ(site["first_user_frame"]["line"], line);
+    bool op_above = false;
+    for (const auto& frame : site["frames"]) {
+      if (frame["language"] == "python") break;
+      op_above |= frame["function"].is_string() && frame["function"].get<std::string>().rfind("at::", 0) == 0;
+    }
+    EXPECT_TRUE(op_above) << "at:: frames above infer";
   }
-  EXPECT_TRUE(found) << "a c10_cpu site of the 200 kept tensors";
+  EXPECT_TRUE(found) << "a c10_cpu site of the 300 kept tensors";
+  // One leak of the tensors: the storage and the tensors' own blocks, all from the line that made
+  // them; the only other leak is the list that keeps them, at the next line.
+  int tensor_groups = 0;
+  for (const nlohmann::json& group : groups_named(judged.report, "infer")) {
+    if (group["first_user_frame"]["line"] != line) {
+      EXPECT_EQ(group["first_user_frame"]["line"], line + 1) << "_history.append";
+      continue;
+    }
+    EXPECT_EQ(group["verdict"], "leak") << group["reason"];
+    ++tensor_groups;
+    EXPECT_EQ(part_of(group, "c10_cpu")["live_bytes"], 300 * 256 * 256 * 4);
+  }
+  EXPECT_EQ(tensor_groups, 1);
+  for (const std::string& function : leak_functions(judged.report)) EXPECT_EQ(function, "infer");
 }
 
 TEST(JudgedRun, LibtorchModulesKeptUntilMainReturnsAreOneLeakOfTheLoadingFunction) {
@@ -305,8 +329,11 @@ TEST(JudgedRun, LibtorchModulesKeptUntilMainReturnsAreOneLeakOfTheLoadingFunctio
   nlohmann::json storage = part_of(loads, "c10_cpu");
   constexpr int64_t kWeights = 265418 * 4;
   int64_t versions = storage["live_bytes"].get<int64_t>() / kWeights;
-  EXPECT_EQ(storage["live_bytes"].get<int64_t>(), versions * kWeights);
-  EXPECT_EQ(storage["live_blocks"].get<int64_t>(), versions * 6);
+  // The judged snapshot may fall inside a load: whole versions, and at most 5 tensors of the next.
+  int64_t partial_blocks = storage["live_blocks"].get<int64_t>() - versions * 6;
+  EXPECT_GE(partial_blocks, 0);
+  EXPECT_LE(partial_blocks, 5);
+  if (partial_blocks == 0) EXPECT_EQ(storage["live_bytes"].get<int64_t>(), versions * kWeights);
   EXPECT_GE(versions, 20);
   EXPECT_LE(versions, 60);
   EXPECT_EQ(loads["live_bytes"], parts_total(loads));

@@ -48,6 +48,19 @@ TEST(Verdict, SteadyLeakIsALeak) {
   EXPECT_GT(j.confidence, 0.9);
 }
 
+// `import torch` on a loaded machine: the module's import-time allocations grow over most of a
+// short run. The same growth outside an import is a leak.
+TEST(Verdict, ImportsThatTakeMostOfTheRunAreStartup) {
+  SiteEvidence evidence = SiteSimulator().run(40, [](int e, std::deque<Block>& live) {
+    if (e < 34) live.push_back({e, 100000});
+  });
+  EXPECT_EQ(judge_site(evidence).verdict, Verdict::kLeak) << judge_site(evidence).reason;
+  evidence.made_by_import = true;
+  SiteJudgement j = judge_site(evidence);
+  EXPECT_EQ(j.verdict, Verdict::kStartup) << j.reason;
+  EXPECT_NE(j.reason.find("importing"), std::string::npos) << j.reason;
+}
+
 TEST(Verdict, LeakWithBurstsIsALeak) {
   SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) {
     if (e % 6 == 0) live.push_back({e, 50000});

@@ -1,0 +1,113 @@
+"""leakscope from Python: name the task a thread is working on, take a snapshot now, read live
+counters. Every call is a no-op (and costs next to nothing) when the process runs without
+leakscope's preload.
+
+    import leakscope
+
+    with leakscope.task("request", request_id):
+        handle(request)
+"""
+import contextlib
+import ctypes
+import threading
+
+__all__ = ["active", "live_bytes", "snapshot_now", "task", "name_thread"]
+
+DOMAINS = {
+    "heap": 0,
+    "mmap": 1,
+    "brk": 2,
+    "c10_cpu": 3,
+    "cuda": 4,
+    "cuda_host": 5,
+    "cuda_managed": 6,
+    "c10_cuda": 7,
+}
+
+
+def _preload():
+    """The preload's C API, found among the symbols the process has loaded; None without it."""
+    try:
+        process = ctypes.CDLL(None)
+        functions = {
+            "task_begin": process.leakscope_task_begin,
+            "task_end": process.leakscope_task_end,
+            "snapshot_now": process.leakscope_snapshot_now,
+            "live_bytes": process.leakscope_live_bytes,
+            "is_active": process.leakscope_is_active,
+            "thread_name": process.leakscope_thread_name,
+        }
+    except (OSError, AttributeError):
+        return None
+    functions["task_begin"].argtypes = [ctypes.c_char_p, ctypes.c_uint64]
+    functions["live_bytes"].argtypes = [ctypes.c_int]
+    functions["live_bytes"].restype = ctypes.c_int64
+    functions["thread_name"].argtypes = [ctypes.c_char_p]
+    if functions["is_active"]() != 1:
+        return None
+    return functions
+
+
+_api = _preload()
+
+
+def active():
+    """True when this process is being traced by leakscope."""
+    return _api is not None
+
+
+@contextlib.contextmanager
+def task(name, id=0):
+    """Tags every allocation the calling thread makes inside the block with task `name` (and an
+    id of the caller's choosing). Tasks nest; the innermost one wins."""
+    begun = _api is not None and _api["task_begin"](str(name).encode(), int(id) & (2**64 - 1)) == 0
+    try:
+        yield
+    finally:
+        if begun:
+            _api["task_end"]()
+
+
+def snapshot_now():
+    """Writes a snapshot now; True once it is on disk."""
+    return _api is not None and _api["snapshot_now"]() == 0
+
+
+def live_bytes(domain="heap"):
+    """Bytes of `domain` ("heap", "mmap", "c10_cpu", ...) allocated and not yet freed, as tracked
+    now; 0 when not traced."""
+    if domain not in DOMAINS:
+        raise ValueError("unknown domain %r; one of %s" % (domain, ", ".join(DOMAINS)))
+    return 0 if _api is None else _api["live_bytes"](DOMAINS[domain])
+
+
+def name_thread(name=None):
+    """Names the calling thread in leakscope's reports (the kernel's name is left alone); by
+    default, with its threading.Thread name."""
+    if _api is None:
+        return False
+    if name is None:
+        name = threading.current_thread().name
+    return _api["thread_name"](str(name).encode()) == 0
+
+
+def _name_python_threads():
+    """Every threading.Thread started from now on tells leakscope its name, and so does a thread
+    renamed while it runs."""
+    if _api is None or getattr(threading.Thread, "_leakscope_named", False):
+        return
+    bootstrap = threading.Thread._bootstrap_inner
+    name_property = threading.Thread.name
+
+    def _bootstrap_inner(self):
+        name_thread(self.name)
+        bootstrap(self)
+
+    def _set_name(self, value):
+        name_property.fset(self, value)
+        if self is threading.current_thread():
+            name_thread(self.name)
+
+    threading.Thread._bootstrap_inner = _bootstrap_inner
+    threading.Thread.name = property(name_property.fget, _set_name, doc=name_property.__doc__)
+    threading.Thread._leakscope_named = True

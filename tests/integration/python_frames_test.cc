@@ -1,0 +1,234 @@
+// Python frames in the stacks of a Python service, on every CPython 3.10-3.13 this machine has:
+// Debian's python3.11 (libpython linked into the executable) and pyenv's 3.10-3.13 (libpython as
+// a shared library). A test whose interpreter is missing is skipped, saying so.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "harness.h"
+
+namespace leakscope::testing {
+namespace {
+
+struct Interpreter {
+  std::string name;  // for the test's name
+  std::string path;
+};
+
+// Names the interpreter in test output instead of its bytes.
+void PrintTo(const Interpreter& interpreter, std::ostream* out) { *out << interpreter.path; }
+
+std::string pyenv_python(const std::string& version) {
+  const char* root = std::getenv("PYENV_ROOT");
+  std::string base = root != nullptr ? root : std::string(std::getenv("HOME") != nullptr ? std::getenv("HOME") : "/root") + "/.pyenv";
+  return base + "/versions/" + version + "/bin/python3";
+}
+
+std::vector<Interpreter> interpreters() {
+  return {{"Debian311", "/usr/bin/python3.11"},
+          {"Cpython310", pyenv_python("3.10.13")},
+          {"Cpython311", pyenv_python("3.11.7")},
+          {"Cpython312", pyenv_python("3.12.1")},
+          {"Cpython313", pyenv_python("3.13.0")}};
+}
+
+class PythonFrames : public ::testing::TestWithParam<Interpreter> {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(GetParam().path)) {
+      GTEST_SKIP() << GetParam().path << " is not installed: Python frames are not tested on it";
+    }
+  }
+
+  // serve() runs the fixture service in `mode` and returns the report's JSON.
+  nlohmann::json serve(const std::string& mode, const std::string& file_name = "run.lsc") {
+    file_ = scratch_dir() + "/" + file_name;
+    Outcome run = leakscope({"run", "-o", file_, "--", GetParam().path, fixture_source("python_app/service.py"), mode});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    last_out_ = run.out;
+    Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file_});
+    EXPECT_EQ(report.exit_code, 0) << report.err;
+    return nlohmann::json::parse(report.out);
+  }
+
+  std::string file_;
+  std::string last_out_;
+};
+
+// Sites whose first user frame is `function`, with their live bytes and blocks summed.
+struct Found {
+  int64_t bytes = 0;
+  int64_t blocks = 0;
+  std::vector<nlohmann::json> sites;
+};
+
+Found sites_named(const nlohmann::json& report, const std::string& function) {
+  Found found;
+  for (const auto& site : report["sites"]) {
+    const auto& frame = site["first_user_frame"];
+    if (frame.is_null() || frame["function"] != function) continue;
+    found.bytes += site["live_bytes"].get<int64_t>();
+    found.blocks += site["live_blocks"].get<int64_t>();
+    found.sites.push_back(site);
+  }
+  return found;
+}
+
+// python_frames() lists a site's Python frames, innermost first, as "function:line".
+std::vector<std::string> python_frames(const nlohmann::json& site) {
+  std::vector<std::string> frames;
+  for (const auto& frame : site["frames"]) {
+    if (frame["language"] == "python") frames.push_back(frame["function"].get<std::string>() + ":" + std::to_string(frame["line"].get<int>()));
+  }
+  return frames;
+}
+
+TEST_P(PythonFrames, LeakInAModuleIsFoundAtItsLineWithItsCallersBelow) {
+  nlohmann::json report = serve("bytes");
+  Found found = sites_named(report, "remember_output");
+  EXPECT_EQ(found.blocks, 300 * 2 + 1) << "each bytearray is an object and its buffer, and the list that keeps them grows there";
+  int line = marker_line("python_app/leaky_module.py", "remember_output");
+  const nlohmann::json* buffer = nullptr;
+  for (const auto& site : found.sites) {
+    if (site["live_blocks"] == 300 && site["live_bytes"].get<int64_t>() >= 300 * 20000) buffer = &site;
+  }
+  ASSERT_NE(buffer, nullptr) << report["sites"].dump().substr(0, 2000);
+  EXPECT_EQ((*buffer)["first_user_frame"]["line"], line);
+  EXPECT_TRUE((*buffer)["first_user_frame"]["file"].get<std::string>().ends_with("python_app/leaky_module.py"));
+  std::vector<std::string> expected = {"remember_output:" + std::to_string(line),
+                                       "handle:" + std::to_string(marker_line("python_app/service.py", "handle")),
+                                       "serve_bytes:" + std::to_string(marker_line("python_app/service.py", "serve_bytes"))};
+  std::vector<std::string> frames = python_frames(*buffer);
+  ASSERT_GE(frames.size(), expected.size() + 1);  // and <module> below
+  EXPECT_EQ(std::vector<std::string>(frames.begin(), frames.begin() + 3), expected);
+  EXPECT_EQ(frames.back().rfind("<module>:", 0), 0u) << frames.back();
+  // The allocator path above the Python frame is native and stays.
+  EXPECT_EQ((*buffer)["frames"][0]["language"], "native");
+  // As text, folding the interpreter away: the Python frames stay, named as the issue shows them.
+  Outcome text = leakscope({"report", "--fold", "python", "--frames", "12", file_});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("remember_output (leaky_module.py:" + std::to_string(line) + ") [python]"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("handle (service.py:"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("_PyEval_EvalFrameDefault"), std::string::npos) << text.out;
+}
+
+TEST_P(PythonFrames, LeakOfSmallObjectsIsFoundAtItsLine) {
+  nlohmann::json report = serve("small");
+  Found found = sites_named(report, "fill_cache");
+  // 300 x 100 keys of a few dozen bytes each (pymalloc's size), kept in one dict.
+  EXPECT_GE(found.blocks, 300 * 100);
+  EXPECT_LT(found.blocks, 300 * 100 + 100);
+  int line = marker_line("python_app/leaky_module.py", "fill_cache");
+  int64_t at_line = 0;
+  for (const auto& site : found.sites) {
+    if (site["first_user_frame"]["line"] == line) at_line += site["live_blocks"].get<int64_t>();
+  }
+  EXPECT_GE(at_line, 300 * 100);
+}
+
+TEST_P(PythonFrames, LeakOnANamedThreadIsThatThreadsByName) {
+  nlohmann::json report = serve("thread");
+  Found found = sites_named(report, "remember_output");
+  ASSERT_FALSE(found.sites.empty());
+  for (const auto& site : found.sites) {
+    ASSERT_EQ(site["threads"].size(), 1u) << site["threads"].dump();
+    EXPECT_EQ(site["threads"][0]["name"], "ingest-worker");
+  }
+}
+
+TEST_P(PythonFrames, LeakInsideATaskIsTheTasks) {
+  nlohmann::json report = serve("task");
+  Found found = sites_named(report, "remember_output");
+  ASSERT_FALSE(found.sites.empty());
+  for (const auto& site : found.sites) {
+    ASSERT_EQ(site["tasks"].size(), 1u) << site["tasks"].dump();
+    EXPECT_EQ(site["tasks"][0]["name"], "request");
+  }
+}
+
+TEST_P(PythonFrames, CExtensionBetweenKeepsItsNativeFrames) {
+  nlohmann::json report = serve("compressor");
+  Found found = sites_named(report, "make_compressor");
+  EXPECT_GE(found.bytes, 50 * 256 * 1024) << "zlib's deflate state of 50 compressors";
+  bool through_zlib = false;
+  for (const auto& site : found.sites) {
+    for (const auto& frame : site["frames"]) {
+      if (frame["language"] == "python") break;  // the frames above the Python one
+      through_zlib |= frame["module"].get<std::string>().find("libz.so") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(through_zlib) << "deflateInit's frames in libz above make_compressor";
+}
+
+TEST_P(PythonFrames, TwoHundredThreadsAndAForkedWorkerRunCleanWithRightFrames) {
+  std::string directory = scratch_dir();
+  nlohmann::json report = serve("threads_and_fork", "run.lsc");
+  EXPECT_EQ(last_out_, "worker kept 300 exit 0\ndone\n");
+  int line = marker_line("python_app/service.py", "short_job");
+  Found jobs = sites_named(report, "short_job");
+  EXPECT_EQ(jobs.blocks, 200 * 2 + 1) << "each thread's bytearray and its buffer, and the list that keeps them";
+  for (const auto& site : jobs.sites) EXPECT_EQ(site["first_user_frame"]["line"], line);
+  // The forked worker's own stream: the 100 jobs it ran, at the same line, below forked_worker.
+  int children = 0;
+  for (const std::string& name : files_in(std::filesystem::path(file_).parent_path().string())) {
+    if (name == "run.lsc") continue;
+    ++children;
+    Outcome child = leakscope({"report", "--format", "json", "--top", "1000",
+                               (std::filesystem::path(file_).parent_path() / name).string()});
+    ASSERT_EQ(child.exit_code, 0) << child.err;
+    nlohmann::json child_report = nlohmann::json::parse(child.out);
+    bool under_worker = false;
+    for (const auto& site : sites_named(child_report, "short_job").sites) {
+      EXPECT_EQ(site["first_user_frame"]["line"], line);
+      std::vector<std::string> frames = python_frames(site);
+      under_worker |= frames.size() >= 2 && frames[1].rfind("forked_worker:", 0) == 0;
+    }
+    EXPECT_TRUE(under_worker) << name;
+  }
+  EXPECT_EQ(children, 1);
+}
+
+TEST_P(PythonFrames, SubinterpreterCodeIsNamedByItsOwnFramesOnly) {
+  nlohmann::json report = serve("subinterpreter");
+  Found kept = sites_named(report, "keep_in_subinterpreter");
+  EXPECT_GE(kept.blocks, 50);
+  bool buffers = false;
+  for (const auto& site : kept.sites) {
+    // The subinterpreter's frames, never the main interpreter's code that waits below them.
+    for (const auto& frame : site["frames"]) {
+      if (frame["language"] == "python") EXPECT_EQ(frame["file"], "<string>") << frame.dump();
+    }
+    buffers |= site["live_blocks"] == 50 && site["live_bytes"].get<int64_t>() >= 50 * 30000;
+  }
+  EXPECT_TRUE(buffers) << "the 50 buffers of 30 000 bytes";
+  // The main interpreter's frames are read as before once the subinterpreter has run.
+  Found after = sites_named(report, "remember_output");
+  EXPECT_GE(after.bytes, 20000) << "the buffer handle(0) keeps";
+}
+
+// PYTHONMALLOC as the traced interpreter sees it: malloc in exact mode, pymalloc left in sampled
+// mode, and the user's own setting kept in both.
+TEST(PythonMalloc, ExactModeSelectsMallocSampledModeAndTheUsersSettingAreKept) {
+  std::string file = scratch_dir() + "/run.lsc";
+  auto seen = [&](const std::vector<std::string>& options, const std::map<std::string, std::string>& env) {
+    std::vector<std::string> args{"run", "-o", file};
+    args.insert(args.end(), options.begin(), options.end());
+    for (const char* word : {"--", "/usr/bin/python3", "-c", "import os; print(os.environ.get('PYTHONMALLOC'))"}) args.push_back(word);
+    std::filesystem::remove(file);
+    Outcome run = leakscope(args, env);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return run.out;
+  };
+  EXPECT_EQ(seen({}, {}), "malloc\n");
+  EXPECT_EQ(seen({"--sample", "512KiB"}, {}), "None\n");
+  EXPECT_EQ(seen({"--option", "python_malloc=0"}, {}), "None\n");
+  EXPECT_EQ(seen({}, {{"PYTHONMALLOC", "pymalloc"}}), "pymalloc\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonFrames, ::testing::ValuesIn(interpreters()),
+                         [](const ::testing::TestParamInfo<Interpreter>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace leakscope::testing
