@@ -8,7 +8,7 @@ with ratios to the uninstrumented run, the size of what each tool wrote and the 
 reader takes on it (leakscope report, heaptrack_print, ms_print). Then runs hook_cost_bench plain and under the preload and
 prints the cost of each hooked call.
 
-    bench/compare_tools.py [--build build] [--rounds 5] [--quick]
+    bench/compare_tools.py [--build build] [--rounds 5] [--quick] [--only NAME | --python]
 
 Figures and the command line go into docs/PERFORMANCE.md.
 """
@@ -221,6 +221,44 @@ def depth_costs(build, rounds, quick):
     return lines
 
 
+def python_costs(build, rounds, quick):
+    """What Python frames and PYTHONMALLOC=malloc cost: the dict/list script and a PyTorch forward
+    loop, uninstrumented and under leakscope with each part on and off, runs alternating."""
+    leakscope = os.path.join(build, "bin", "leakscope")
+    source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    scratch = tempfile.mkdtemp(prefix="leakscope-python-")
+    stream = os.path.join(scratch, "run.lsc")
+    python = "/usr/bin/python3"
+    chosen = [("python3, dict/list-heavy script", [python, os.path.join(source, "bench", "python_dicts.py"),
+                                                   "3" if quick else "12"])]
+    if subprocess.run([python, "-c", "import torch"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+        chosen.append(("python3 + torch, forward loop (MLP, batch 32)",
+                       [python, os.path.join(source, "bench", "torch_forward_loop.py"), "60" if quick else "300"]))
+    configurations = [("exact, frames off, pymalloc", ["--option", "python_frames=0,python_malloc=0"]),
+                      ("exact, frames on, pymalloc", ["--option", "python_malloc=0"]),
+                      ("exact, frames off, malloc", ["--option", "python_frames=0"]),
+                      ("exact, frames on, malloc (default)", []),
+                      ("sampled 512KiB, frames off", ["--sample", "512KiB", "--option", "python_frames=0"]),
+                      ("sampled 512KiB, frames on (default)", ["--sample", "512KiB"])]
+    lines = ["| workload | leakscope | wall s (median) | wall ratio | stream |", "|---|---|---|---|---|"]
+    for name, argv in chosen:
+        plain, traced, sizes = [], {label: [] for label, _ in configurations}, {}
+        for _ in range(rounds):
+            plain.append(run_once(argv, dict(os.environ))[0])
+            for label, options in configurations:
+                for path in glob.glob(stream + "*"):
+                    os.remove(path)
+                traced[label].append(run_once([leakscope, "run", *options, "-o", stream, "--"] + argv, dict(os.environ))[0])
+                sizes[label] = sum(os.path.getsize(path) for path in glob.glob(stream + "*"))
+        base = statistics.median(plain)
+        lines.append(f"| {name} | uninstrumented | {base:.3f} | 1.00x | - |")
+        for label, _ in configurations:
+            wall = statistics.median(traced[label])
+            lines.append(f"| {name} | {label} | {wall:.3f} | {wall / base:.2f}x | {format_size(sizes[label])} |")
+    shutil.rmtree(scratch, ignore_errors=True)
+    return lines
+
+
 def memory_per_block(build):
     """leakscope's own memory per live heap block, from the stream's overhead figure at exit, for
     a process holding 1 M and 4 M blocks (the difference removes the fixed part)."""
@@ -288,17 +326,21 @@ def main():
     parser.add_argument("--quick", action="store_true", help="smaller inputs, for a smoke run")
     parser.add_argument("--output", help="also write the tables to this markdown file")
     parser.add_argument("--only", help="run only the side-by-side table, for workloads whose name contains this")
+    parser.add_argument("--python", action="store_true", help="run only the table of what Python frames cost")
     options = parser.parse_args()
     out = open(options.output, "w") if options.output else None
     sections = (lambda: [f"Measured {time.strftime('%Y-%m-%d')} on {platform.node()} ({os.cpu_count()} cores, "
                          f"{platform.platform()}), {options.rounds} rounds, tools alternating."],
                 lambda: compare(options.build, options.rounds, options.quick, options.only),
                 lambda: depth_costs(options.build, options.rounds, options.quick),
+                lambda: python_costs(options.build, options.rounds, options.quick),
                 lambda: memory_per_block(options.build),
                 lambda: hook_costs(options.build),
                 lambda: report_on_long_streams(options.build, 3 if not options.quick else 1))
     if options.only:
         sections = sections[:2]
+    if options.python:
+        sections = (sections[0], lambda: python_costs(options.build, options.rounds, options.quick))
     for number, section in enumerate(sections):
         text = ("\n" if number else "") + "\n".join(section()) + "\n"  # each table as soon as it is measured
         print(text, end="", flush=True)
