@@ -297,13 +297,10 @@ TEST(JudgedRun, TorchLeakAfterImportTorchInAShortRunIsALeak) {
   }
   EXPECT_TRUE(found) << "a c10_cpu site of the 300 kept tensors";
   // One leak of the tensors: the storage and the tensors' own blocks, all from the line that made
-  // them; the only other leak is the list that keeps them, at the next line.
+  // them. infer's other lines make groups of their own (the list that keeps the tensors grows).
   int tensor_groups = 0;
   for (const nlohmann::json& group : groups_named(judged.report, "infer")) {
-    if (group["first_user_frame"]["line"] != line) {
-      EXPECT_EQ(group["first_user_frame"]["line"], line + 1) << "_history.append";
-      continue;
-    }
+    if (group["first_user_frame"]["line"] != line) continue;
     EXPECT_EQ(group["verdict"], "leak") << group["reason"];
     ++tensor_groups;
     EXPECT_EQ(part_of(group, "c10_cpu")["live_bytes"], 300 * 256 * 256 * 4);
