@@ -146,6 +146,13 @@ TEST_P(PythonFrames, LeakInsideATaskIsTheTasks) {
     ASSERT_EQ(site["tasks"].size(), 1u) << site["tasks"].dump();
     EXPECT_EQ(site["tasks"][0]["name"], "request");
   }
+  // Entering and leaving a task keeps nothing: no block stays at the `with` line.
+  int line = marker_line("python_app/service.py", "task_line");
+  std::string at_line = "serve_in_tasks:" + std::to_string(line);
+  for (const auto& site : dump(file_)["sites"]) {
+    std::vector<std::string> frames = python_frames(site);
+    EXPECT_TRUE(frames.empty() || frames[0] != at_line) << site.dump().substr(0, 1500);
+  }
 }
 
 TEST_P(PythonFrames, CExtensionBetweenKeepsItsNativeFrames) {
