@@ -153,21 +153,10 @@ bool has_python_caller(const std::vector<SymbolizedFrame>& frames, size_t index)
 
 }  // namespace
 
-bool FrameRoles::is_user_in(const std::vector<SymbolizedFrame>& frames, size_t index) const {
-  return is_user(frames[index]) && !(is_generated_python(frames[index]) && has_python_caller(frames, index));
-}
-
-size_t FrameRoles::first_user_frame(const std::vector<SymbolizedFrame>& frames) const {
-  for (size_t i = 0; i < frames.size(); ++i) {
-    if (is_user_in(frames, i)) return i;
-  }
-  return std::string::npos;
-}
-
 std::vector<SymbolizedFrame> FrameRoles::user_frames(const std::vector<SymbolizedFrame>& frames, size_t count) const {
   std::vector<SymbolizedFrame> found;
   for (size_t i = 0; i < frames.size() && found.size() < count; ++i) {
-    if (is_user_in(frames, i)) found.push_back(frames[i]);
+    if (is_user(frames[i]) && !(is_generated_python(frames[i]) && has_python_caller(frames, i))) found.push_back(frames[i]);
   }
   return found;
 }

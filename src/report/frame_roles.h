@@ -35,9 +35,6 @@ class FrameRoles {
   // is_framework_module() is true when no frame of the module at `path` can be a user frame.
   bool is_framework_module(const std::string& path) const;
 
-  // first_user_frame() is the index of the innermost user frame of `frames`, or npos.
-  size_t first_user_frame(const std::vector<SymbolizedFrame>& frames) const;
-
   // is_generated_python() is true for Python code compiled from a string (`<string>`: what
   // namedtuple, dataclasses and .pth lines exec, `python -c`, a subinterpreter's script): the
   // program's own only when no Python frame from a file calls it; else the frames around it
@@ -48,8 +45,6 @@ class FrameRoles {
   std::vector<SymbolizedFrame> user_frames(const std::vector<SymbolizedFrame>& frames, size_t count) const;
 
  private:
-  bool is_user_in(const std::vector<SymbolizedFrame>& frames, size_t index) const;
-
   std::vector<std::string> folded_;  // --fold's module-name fragments
   std::string executable_;
 };

@@ -8,33 +8,12 @@
 #include <set>
 
 #include "harness.h"
+#include "support/python_interpreters.h"
 
 namespace leakscope::testing {
 namespace {
 
-struct Interpreter {
-  std::string name;  // for the test's name
-  std::string path;
-};
-
-// Names the interpreter in test output instead of its bytes.
-void PrintTo(const Interpreter& interpreter, std::ostream* out) { *out << interpreter.path; }
-
-std::string pyenv_python(const std::string& version) {
-  const char* root = std::getenv("PYENV_ROOT");
-  std::string base = root != nullptr ? root : std::string(std::getenv("HOME") != nullptr ? std::getenv("HOME") : "/root") + "/.pyenv";
-  return base + "/versions/" + version + "/bin/python3";
-}
-
-std::vector<Interpreter> interpreters() {
-  return {{"Debian311", "/usr/bin/python3.11"},
-          {"Cpython310", pyenv_python("3.10.13")},
-          {"Cpython311", pyenv_python("3.11.7")},
-          {"Cpython312", pyenv_python("3.12.1")},
-          {"Cpython313", pyenv_python("3.13.0")}};
-}
-
-class PythonFrames : public ::testing::TestWithParam<Interpreter> {
+class PythonFrames : public ::testing::TestWithParam<PythonInterpreter> {
  protected:
   void SetUp() override {
     if (!std::filesystem::exists(GetParam().path)) {
@@ -234,8 +213,8 @@ TEST(PythonMalloc, ExactModeSelectsMallocSampledModeAndTheUsersSettingAreKept) {
   EXPECT_EQ(seen({}, {{"PYTHONMALLOC", "pymalloc"}}), "pymalloc\n");
 }
 
-INSTANTIATE_TEST_SUITE_P(Interpreters, PythonFrames, ::testing::ValuesIn(interpreters()),
-                         [](const ::testing::TestParamInfo<Interpreter>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonFrames, ::testing::ValuesIn(python_interpreters()),
+                         [](const ::testing::TestParamInfo<PythonInterpreter>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace leakscope::testing

@@ -9,13 +9,13 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/stream_format.h"
+#include "support/python_interpreters.h"
 
 namespace leakscope::report {
 namespace {
@@ -83,16 +83,13 @@ std::string run_python(const std::string& python) {
   return out;
 }
 
-std::string pyenv_python(const std::string& version) {
-  const char* root = std::getenv("PYENV_ROOT");
-  std::string base = root != nullptr ? root : std::string(std::getenv("HOME") != nullptr ? std::getenv("HOME") : "/root") + "/.pyenv";
-  return base + "/versions/" + version + "/bin/python3";
-}
+using testing::PythonInterpreter;
 
-class PythonLines : public ::testing::TestWithParam<std::pair<std::string, int>> {};
+class PythonLines : public ::testing::TestWithParam<PythonInterpreter> {};
 
 TEST_P(PythonLines, EveryInstructionHasTheInterpretersLine) {
-  auto [python, minor] = GetParam();
+  const std::string& python = GetParam().path;
+  int minor = GetParam().minor;
   if (!std::filesystem::exists(python)) GTEST_SKIP() << python << " is not installed";
   uint32_t format = minor == 10 ? internal::kLineTablePython310 : internal::kLineTablePython311;
   std::istringstream lines(run_python(python));
@@ -115,12 +112,8 @@ TEST_P(PythonLines, EveryInstructionHasTheInterpretersLine) {
   EXPECT_GE(instructions, 100);
 }
 
-INSTANTIATE_TEST_SUITE_P(Interpreters, PythonLines,
-                         ::testing::Values(std::make_pair(std::string("/usr/bin/python3.11"), 11),
-                                           std::make_pair(pyenv_python("3.10.13"), 10),
-                                           std::make_pair(pyenv_python("3.11.7"), 11),
-                                           std::make_pair(pyenv_python("3.12.1"), 12),
-                                           std::make_pair(pyenv_python("3.13.0"), 13)));
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonLines, ::testing::ValuesIn(testing::python_interpreters()),
+                         [](const ::testing::TestParamInfo<PythonInterpreter>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace leakscope::report
