@@ -101,12 +101,34 @@ std::string fixture(const std::string& name) { return std::string(LEAKSCOPE_FIXT
 std::string fixture_source(const std::string& name) { return std::string(LEAKSCOPE_FIXTURE_SOURCE_DIR) + "/" + name; }
 std::string preload_library() { return LEAKSCOPE_PRELOAD; }
 
+namespace {
+
+std::filesystem::path process_scratch_root() {
+  return std::filesystem::temp_directory_path() / ("leakscope-test-" + std::to_string(getpid()));
+}
+
+// A test process removes its scratch files when its tests passed (streams of the torch tests run
+// to hundreds of megabytes, and a suite run would otherwise leave gigabytes behind); a failure's
+// files stay where its messages point.
+class ScratchFilesRemoval : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (!::testing::UnitTest::GetInstance()->Passed()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(process_scratch_root(), ignored);
+  }
+};
+
+[[maybe_unused]] const ::testing::Environment* const scratch_files_removal =
+    ::testing::AddGlobalTestEnvironment(new ScratchFilesRemoval);
+
+}  // namespace
+
 std::string scratch_dir() {
   static int counter = 0;
   const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = test != nullptr ? std::string(test->test_suite_name()) + "." + test->name() : "global";
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("leakscope-test-" + std::to_string(getpid())) / (name + "-" + std::to_string(counter++));
+  std::filesystem::path path = process_scratch_root() / (name + "-" + std::to_string(counter++));
   std::filesystem::create_directories(path);
   return path.string();
 }
