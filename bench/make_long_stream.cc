@@ -73,17 +73,22 @@ int main(int argc, char** argv) {
                                                                epoch + 1 == snapshots, rss));
     if (epoch == 0) {
       Bytes stacks, threads, site_list, triples;
+      uint64_t previous_stack[20] = {};
       for (int id = 1; id <= site_count; ++id) {
         uint64_t base = sites[id].kind == Kind::kLeak ? kLeakBase : sites[id].kind == Kind::kCache ? kCacheBase : kChurnBase;
-        stacks.varint(static_cast<uint64_t>(id)).varint(20);
+        // Every stack's 20 frames are given one by one (no tail node), each a difference from the
+        // previous stack's frame at its depth (from the previous frame in the first stack).
+        stacks.varint(1).varint(20);
         uint64_t previous = 0;
         for (int frame = 0; frame < 20; ++frame) {
           uint64_t address = base + static_cast<uint64_t>(id) * 0x100 + static_cast<uint64_t>(frame) * 0x1000000;
+          if (id > 1) previous = previous_stack[frame];
           stacks.signed_varint(static_cast<int64_t>(address - previous));
-          previous = address;
+          previous = previous_stack[frame] = address;
         }
-        site_list.varint(static_cast<uint64_t>(id)).varint(0).varint(static_cast<uint64_t>(id));
-        triples.varint(static_cast<uint64_t>(id)).varint(static_cast<uint64_t>(id)).varint(1 + id % 8).varint(0);
+        stacks.varint(0);
+        site_list.varint(1).varint(0).signed_varint(1);
+        triples.varint(1).signed_varint(1).varint(1 + id % 8).varint(0);
       }
       for (int t = 1; t <= 8; ++t) threads.varint(static_cast<uint64_t>(t)).varint(1000 + t).blob("worker-" + std::to_string(t)).varint(0);
       uint64_t count = static_cast<uint64_t>(site_count);

@@ -17,6 +17,7 @@
 #include "core/recorder.h"
 #include "core/sampler.h"
 #include "core/stack_depot.h"
+#include "core/stack_node_tree.h"
 #include "core/sys.h"
 #include "core/task_registry.h"
 #include "core/thread_registry.h"
@@ -235,6 +236,7 @@ struct WriterState {
   uint64_t file_inode = 0;
   uint64_t start_monotonic_ns = 0;
   uint32_t stacks_end = 1;
+  uint32_t stack_nodes_end = 1;
   uint32_t sites_end = 1;
   uint32_t triples_end = 1;
   uint32_t tasks_end = 1;
@@ -244,6 +246,10 @@ struct WriterState {
   InternalArray<EmittedThread> threads;  // by slot
   InternalArray<EmittedCounters> counters;
   InternalArray<uint32_t> site_slot;  // write_lifetimes(): site id -> its slot + 1, 0 between uses
+  // The depot's stack tails as nodes. Kept for the process's life, across key snapshots and into
+  // forked children, like the depot it mirrors: a new stream only says the nodes again.
+  StackNodeTree tail_nodes;
+  InternalArray<uint32_t> node_of_tail;  // StackTail id -> its node, 0 until first needed
   // Live bytes and blocks per (triple, birth epoch) as last emitted, and the scratch map of the
   // values cells had before this snapshot recomputed them (write_births()).
   BirthMap births;
@@ -255,11 +261,13 @@ struct WriterState {
   InternalArray<uint64_t> births_dirty;  // bit per triple id: recompute all its cells
   FrameBuilder frame;
   bool births_incomplete = false;
-  // Key snapshots (stream_format.h): how many snapshots and bytes since the last, and its size.
+  // Key snapshots (stream_format.h): how many snapshots and bytes since the last, its size, and the
+  // bytes of definitions since (which the next key repeats).
   uint64_t snapshots_written = 0;
   uint32_t snapshots_since_key = 0;
   uint64_t bytes_since_key = 0;
   uint64_t last_key_bytes = 0;
+  uint64_t definition_bytes_since_key = 0;
 };
 
 constinit WriterState g_writer;
@@ -392,18 +400,58 @@ void write_modules(FrameBuilder& frame) {
   module_map_unlock();
 }
 
+// tail_node() is the node of a stack's tail, 0 when there is no memory for it.
+uint32_t tail_node(const StackTail* tail) {
+  if (tail->id < g_writer.node_of_tail.size() && g_writer.node_of_tail[tail->id] != 0) {
+    return g_writer.node_of_tail[tail->id];
+  }
+  if (tail->id >= g_writer.node_of_tail.size() && !g_writer.node_of_tail.resize(tail->id + 1)) return 0;
+  uint32_t node = g_writer.tail_nodes.node_for(tail->frames, tail->depth);
+  g_writer.node_of_tail[tail->id] = node;
+  return node;
+}
+
+// write_stacks() emits the new stacks: first the nodes of their tails that the stream lacks
+// (STACK_NODES), then per stack its head frames and its tail's node (STACKS). A stack whose tail
+// has no node (no memory) is written with every frame in its head.
 void write_stacks(FrameBuilder& frame, uint32_t stacks_end) {
-  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kStacks, stacks_end - g_writer.stacks_end);
   for (uint32_t id = g_writer.stacks_end; id < stacks_end; ++id) {
     const StackEntry* stack = depot_get(static_cast<StackId>(id));
-    frame.varint(id);
-    frame.varint(stack->depth);
-    uintptr_t previous = 0;
-    for (uint32_t i = 0; i < stack->depth; ++i) {
+    if (stack->tail != nullptr) tail_node(stack->tail);
+  }
+  uint32_t nodes_end = g_writer.tail_nodes.end_id();
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kStackNodes, nodes_end - g_writer.stack_nodes_end);
+  frame.varint(g_writer.stack_nodes_end);
+  for (uint32_t id = g_writer.stack_nodes_end; id < nodes_end; ++id) {
+    const StackNodeTree::Node& node = g_writer.tail_nodes.node(id);
+    uint64_t parent_frame = node.parent == 0 ? 0 : g_writer.tail_nodes.node(node.parent).frame;
+    frame.varint(id - node.parent);
+    frame.signed_varint(static_cast<int64_t>(node.frame - parent_frame));
+  }
+  frame.end_list(mark, nodes_end - g_writer.stack_nodes_end);
+  g_writer.stack_nodes_end = nodes_end;
+
+  // Head frames are differences from the frame at the same depth in the previous stack: stacks
+  // made one after another mostly differ in a frame or two.
+  uintptr_t previous[kMaxStackDepth];
+  uint32_t previous_depth = 0;
+  uint32_t previous_id = 0;
+  mark = frame.begin_list(SectionTag::kStacks, stacks_end - g_writer.stacks_end);
+  for (uint32_t id = g_writer.stacks_end; id < stacks_end; ++id) {
+    const StackEntry* stack = depot_get(static_cast<StackId>(id));
+    uint32_t node = stack->tail != nullptr ? tail_node(stack->tail) : 0;
+    uint32_t head_depth = stack->tail == nullptr ? stack->depth : node != 0 ? kStackHeadFrames : stack->depth;
+    frame.varint(id - previous_id);
+    frame.varint(head_depth);
+    for (uint32_t i = 0; i < head_depth; ++i) {
       uintptr_t address = stack->frame(i);
-      frame.signed_varint(static_cast<int64_t>(address - previous));
-      previous = address;
+      uintptr_t base = i < previous_depth ? previous[i] : i > 0 ? stack->frame(i - 1) : 0;
+      frame.signed_varint(static_cast<int64_t>(address - base));
+      if (i < kMaxStackDepth) previous[i] = address;
     }
+    frame.varint(node);
+    previous_depth = head_depth < kMaxStackDepth ? head_depth : kMaxStackDepth;
+    previous_id = id;
   }
   frame.end_list(mark, stacks_end - g_writer.stacks_end);
   g_writer.stacks_end = stacks_end;
@@ -508,13 +556,18 @@ void write_tasks(FrameBuilder& frame, uint32_t tasks_end) {
   g_writer.tasks_end = tasks_end;
 }
 
+// Sites and triples give ids and the ids they refer to as differences from the previous entry's:
+// they are made together with their stack or site, so each difference is mostly 1.
 void write_sites(FrameBuilder& frame, uint32_t sites_end) {
   FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kSites, sites_end - g_writer.sites_end);
+  uint32_t previous_id = 0, previous_stack = 0;
   for (uint32_t id = g_writer.sites_end; id < sites_end; ++id) {
     const SiteEntry* site = site_get(static_cast<SiteId>(id));
-    frame.varint(id);
+    frame.varint(id - previous_id);
     frame.varint(static_cast<uint64_t>(site->domain));
-    frame.varint(raw(site->stack));
+    frame.signed_varint(static_cast<int64_t>(raw(site->stack)) - previous_stack);
+    previous_id = id;
+    previous_stack = raw(site->stack);
   }
   frame.end_list(mark, sites_end - g_writer.sites_end);
   g_writer.sites_end = sites_end;
@@ -522,12 +575,15 @@ void write_sites(FrameBuilder& frame, uint32_t sites_end) {
 
 void write_triples(FrameBuilder& frame, uint32_t triples_end) {
   FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kTriples, triples_end - g_writer.triples_end);
+  uint32_t previous_id = 0, previous_site = 0;
   for (uint32_t id = g_writer.triples_end; id < triples_end; ++id) {
     const TripleEntry* triple = triple_get(static_cast<TripleId>(id));
-    frame.varint(id);
-    frame.varint(triple->site->id);
+    frame.varint(id - previous_id);
+    frame.signed_varint(static_cast<int64_t>(triple->site->id) - previous_site);
     frame.varint(raw(triple->thread));
     frame.varint(raw(triple->task));
+    previous_id = id;
+    previous_site = triple->site->id;
   }
   frame.end_list(mark, triples_end - g_writer.triples_end);
   g_writer.triples_end = triples_end;
@@ -737,7 +793,8 @@ void write_lifetimes(FrameBuilder& frame, const InternalArray<uint32_t>& freed_t
 }
 
 void reset_emitted_state() {
-  g_writer.stacks_end = g_writer.sites_end = g_writer.triples_end = g_writer.tasks_end = g_writer.codes_end = 1;
+  g_writer.stacks_end = g_writer.stack_nodes_end = g_writer.sites_end = g_writer.triples_end = 1;
+  g_writer.tasks_end = g_writer.codes_end = 1;
   g_writer.modules_end = 0;
   g_writer.module_unload_emitted.clear();
   // Every thread is said again, but which thread a slot held is kept, so that a new one is
@@ -790,6 +847,7 @@ int snapshot_writer_open(int fd, const char* path, const ProcessDescription& pro
   g_writer.snapshots_since_key = 0;
   g_writer.bytes_since_key = 0;
   g_writer.last_key_bytes = 0;
+  g_writer.definition_bytes_since_key = 0;
   g_writer.fd = sys::move_fd_high(fd);
   g_writer.path = path;
   if (!sys::file_identity(g_writer.fd, &g_writer.file_device, &g_writer.file_inode)) return -EBADF;
@@ -836,14 +894,19 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   uint32_t tasks_end = task_end_id();
 
   // A key repeats what the stream holds, so that a reader can start over at it; the first
-  // snapshot is one by nature.
+  // snapshot is one by nature. One is due once the snapshots since the last key took twice what a
+  // key would take now (the last one's size and the definitions made since), so keys stay a third
+  // of the stream at most, and a process still defining stacks, whose next key would repeat all
+  // of them, writes none.
+  uint64_t key_estimate = g_writer.last_key_bytes + g_writer.definition_bytes_since_key;
   bool key = g_writer.snapshots_written == 0 ||
              (!final && g_writer.snapshots_since_key >= kKeySnapshotEvery &&
-              g_writer.bytes_since_key >= 2 * g_writer.last_key_bytes);
+              g_writer.bytes_since_key >= 2 * key_estimate);
   if (key && g_writer.snapshots_written != 0) reset_emitted_state();
   FrameBuilder& frame = g_writer.frame;
   frame.start(key ? FrameType::kKeySnapshot : FrameType::kSnapshot);
   write_info(frame, closed, reason, signal_number, final);
+  size_t definitions_begin = frame.size();
   write_modules(frame);
   write_interpreted_code(frame, codes_end);
   write_stacks(frame, stacks_end);
@@ -851,6 +914,7 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   write_tasks(frame, tasks_end);
   write_sites(frame, sites_end);
   write_triples(frame, triples_end);
+  size_t definition_bytes = frame.size() - definitions_begin;
   InternalArray<uint32_t> freed_triples;
   write_counters(frame, triples_end, &freed_triples);
   write_births(frame, closed, triples_end, freed_triples);
@@ -864,9 +928,11 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
     g_writer.snapshots_since_key = 0;
     g_writer.bytes_since_key = 0;
     g_writer.last_key_bytes = frame.size();
+    g_writer.definition_bytes_since_key = 0;
   } else {
     ++g_writer.snapshots_since_key;
     g_writer.bytes_since_key += frame.size();
+    g_writer.definition_bytes_since_key += definition_bytes;
   }
   frame.trim();
   return error;

@@ -20,7 +20,7 @@
 namespace leakscope::internal {
 
 inline constexpr unsigned char kFileMagic[8] = {0x89, 'L', 'S', 'C', '\r', '\n', 0x1a, '\n'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 constexpr size_t kFileHeaderSize = 16;
 constexpr uint32_t kFrameMarker = 0x5246534c;  // "LSFR" in file order
 constexpr size_t kFrameHeaderSize = 16;
@@ -34,7 +34,8 @@ enum class FrameType : uint32_t {
 };
 
 // A key snapshot is written at most every kKeySnapshotEvery snapshots, and only once the stream
-// has grown by twice the last key's size since it, so keys stay a third of the stream at most.
+// has grown since the last by twice what a key would take (snapshot_writer.cc), so keys stay a
+// third of the stream at most.
 constexpr uint32_t kKeySnapshotEvery = 64;
 
 enum class SectionTag : uint32_t {
@@ -51,6 +52,7 @@ enum class SectionTag : uint32_t {
   kLifetimes = 11,
   kTemporaries = 12,
   kInterpretedCode = 13,
+  kStackNodes = 14,
 };
 
 // Why a snapshot was taken (INFO section).

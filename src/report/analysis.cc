@@ -143,13 +143,13 @@ class SiteKeys {
   // first that names a lambda (the task a std::function runs), or else the run's outermost frame.
   std::optional<SymbolizedFrame> outermost_of_own_run(uint32_t stack) {
     std::optional<SymbolizedFrame> own;
-    for (const SymbolizedFrame& frame : symbolizer_.stack(stack)) {
+    symbolizer_.visit_frames(stack, [&](const SymbolizedFrame& frame) {
       bool framework = roles_.is_framework_module(frame.module);
-      if (own && (framework || frame.module != own->module)) break;
-      if (framework) continue;
+      if (own && (framework || frame.module != own->module)) return false;
+      if (framework) return true;
       own = frame;
-      if (frame.function.find("{lambda") != std::string::npos) break;
-    }
+      return frame.function.find("{lambda") == std::string::npos;
+    });
     return own;
   }
 
@@ -194,7 +194,7 @@ void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& key
       group.user_frame = key.frame;
       uint32_t stack = site.summary.stack;
       group.cut_at_depth = !key.has_user_frame && stack < analysis.state.stacks().size() &&
-                           analysis.state.stacks()[stack].frames.size() >= analysis.state.process().depth;
+                           analysis.state.stacks()[stack].depth >= analysis.state.process().depth;
       group.first_seen_s = site.first_seen_s;
       groups.push_back(std::move(group));
     }

@@ -202,20 +202,60 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
           modules_[id].unload_epoch = cursor.u32("unload epoch");
         }
         break;
-      case SectionTag::kStacks:
-        for (uint64_t n = cursor.count("stack count"); n > 0; --n) {
-          Stack& stack = slot(stacks_, cursor.u32("stack id"), "stack");
-          uint64_t depth = cursor.count("stack depth");
-          bool known = !stack.frames.empty();
-          stack.frames.clear();
-          uint64_t address = 0;
-          for (uint64_t i = 0; i < depth; ++i) {
-            address += static_cast<uint64_t>(cursor.signed_varint("frame"));
-            stack.frames.push_back(address);
+      case SectionTag::kStackNodes: {
+        uint64_t count = cursor.count("node count");
+        uint64_t id = cursor.varint("first node id");
+        if (id == 0 || id > stack_nodes_.size()) throw Malformed{"bad stack node id " + std::to_string(id)};
+        for (; count > 0; --count, ++id) {
+          uint64_t parent_distance = cursor.varint("node parent");
+          if (parent_distance == 0 || parent_distance > id) throw Malformed{"stack node " + std::to_string(id) + " has a bad parent"};
+          StackNode node;
+          node.parent = static_cast<uint32_t>(id - parent_distance);
+          node.depth = node.parent == 0 ? 1 : stack_nodes_[node.parent].depth + 1;
+          if (node.depth > kMaxReadStackDepth) throw Malformed{"stack deeper than " + std::to_string(kMaxReadStackDepth) + " frames"};
+          uint64_t parent_frame = node.parent == 0 ? 0 : stack_nodes_[node.parent].frame;
+          node.frame = parent_frame + static_cast<uint64_t>(cursor.signed_varint("node frame"));
+          if (id == stack_nodes_.size()) {
+            stack_nodes_.push_back(node);
+          } else {
+            stack_nodes_[id] = node;  // a key snapshot says every node again
           }
-          if (!known) stack.first_epoch = epoch;
         }
         break;
+      }
+      case SectionTag::kStacks: {
+        uint64_t id = 0, previous_id = 0;  // head frames are differences from the previous stack's
+        for (uint64_t n = cursor.count("stack count"); n > 0; --n) {
+          id += cursor.varint("stack id");
+          Stack& stack = slot(stacks_, id, "stack");
+          uint64_t head_depth = cursor.count("stack depth");
+          if (head_depth > kMaxReadStackDepth) throw Malformed{"stack deeper than " + std::to_string(kMaxReadStackDepth) + " frames"};
+          bool known = stack.depth != 0;
+          const Stack* previous = previous_id != 0 ? &stacks_[previous_id] : nullptr;
+          // A key snapshot says a known stack again: its head goes back where it was.
+          bool in_place = known && stack.head_depth == head_depth;
+          uint64_t offset = in_place ? stack.head_offset : head_frames_.size();
+          if (!in_place) head_frames_.resize(offset + head_depth);
+          for (uint64_t i = 0; i < head_depth; ++i) {
+            uint64_t base = previous != nullptr && i < previous->head_depth ? head_frames_[previous->head_offset + i]
+                            : i > 0                                        ? head_frames_[offset + i - 1]
+                                                                           : 0;
+            head_frames_[offset + i] = base + static_cast<uint64_t>(cursor.signed_varint("frame"));
+          }
+          uint64_t tail = cursor.varint("stack tail node");
+          if (tail >= stack_nodes_.size()) throw Malformed{"stack refers to undefined node " + std::to_string(tail)};
+          uint64_t depth = head_depth + (tail == 0 ? 0 : stack_nodes_[tail].depth);
+          if (depth > kMaxReadStackDepth) throw Malformed{"stack deeper than " + std::to_string(kMaxReadStackDepth) + " frames"};
+          if (depth == 0) throw Malformed{"empty stack " + std::to_string(id)};
+          stack.head_offset = offset;
+          stack.head_depth = static_cast<uint32_t>(head_depth);
+          stack.tail = static_cast<uint32_t>(tail);
+          stack.depth = static_cast<uint32_t>(depth);
+          if (!known) stack.first_epoch = epoch;
+          previous_id = id;
+        }
+        break;
+      }
       case SectionTag::kThreads:
         for (uint64_t n = cursor.count("thread count"); n > 0; --n) {
           uint32_t slot_index = cursor.u32("thread slot");
@@ -245,23 +285,29 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
         }
         break;
       case SectionTag::kSites:
-        for (uint64_t n = cursor.count("site count"); n > 0; --n) {
-          Site& site = slot(sites_, cursor.u32("site id"), "site");
+        for (uint64_t n = cursor.count("site count"), id = 0, stack = 0; n > 0; --n) {
+          id += cursor.varint("site id");
+          Site& site = slot(sites_, id, "site");
           uint32_t domain = cursor.u32("domain");
           if (domain >= static_cast<uint32_t>(kDomainCount)) throw Malformed{"unknown domain " + std::to_string(domain)};
           site.domain = static_cast<Domain>(domain);
-          site.stack = cursor.u32("site stack");
+          stack += static_cast<uint64_t>(cursor.signed_varint("site stack"));
+          if (stack > UINT32_MAX) throw Malformed{"site refers to undefined stack " + std::to_string(stack)};
+          site.stack = static_cast<uint32_t>(stack);
           if (!site.known) site.first_seen_ns = last_snapshot_.time_ns;
-          if (site.stack != 0 && (site.stack >= stacks_.size() || stacks_[site.stack].frames.empty())) {
+          if (site.stack != 0 && (site.stack >= stacks_.size() || stacks_[site.stack].depth == 0)) {
             throw Malformed{"site refers to undefined stack " + std::to_string(site.stack)};
           }
           site.known = true;
         }
         break;
       case SectionTag::kTriples:
-        for (uint64_t n = cursor.count("triple count"); n > 0; --n) {
-          Triple& triple = slot(triples_, cursor.u32("triple id"), "triple");
-          triple.site = cursor.u32("triple site");
+        for (uint64_t n = cursor.count("triple count"), id = 0, site = 0; n > 0; --n) {
+          id += cursor.varint("triple id");
+          Triple& triple = slot(triples_, id, "triple");
+          site += static_cast<uint64_t>(cursor.signed_varint("triple site"));
+          if (site > UINT32_MAX) throw Malformed{"refers to undefined site " + std::to_string(site)};
+          triple.site = static_cast<uint32_t>(site);
           triple.slot = cursor.u32("triple thread");
           triple.task = cursor.u32("triple task");
           defined(sites_, triple.site, "site");
@@ -384,20 +430,29 @@ uint32_t RunState::thread_at(uint32_t slot, uint32_t epoch) const {
 void RunState::add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes) {
   while (birth_ns / birth_bin_ns_ >= kMaxBirthBins) {
     for (Site& each : sites_) {
-      std::vector<int64_t>& bins = each.births;
-      for (size_t bin = 0; bin < bins.size(); ++bin) {
-        int64_t moved = bins[bin];
-        bins[bin] = 0;
-        bins[bin / 2] += moved;
+      std::vector<BirthBin> merged;
+      for (const BirthBin& old : each.births) {
+        if (!merged.empty() && merged.back().bin == old.bin / 2) {
+          merged.back().bytes += old.bytes;
+        } else {
+          merged.push_back({old.bin / 2, old.bytes});
+        }
       }
-      bins.resize((bins.size() + 1) / 2);
+      each.births = std::move(merged);
     }
     birth_bin_ns_ *= 2;
   }
-  std::vector<int64_t>& bins = sites_[site].births;
-  size_t bin = static_cast<size_t>(birth_ns / birth_bin_ns_);
-  if (bin >= bins.size()) bins.resize(bin + 1);
-  bins[bin] += bytes;
+  std::vector<BirthBin>& bins = sites_[site].births;
+  uint32_t bin = static_cast<uint32_t>(birth_ns / birth_bin_ns_);
+  auto at = bins.end();  // births mostly land in the latest bin
+  if (bins.empty() || bins.back().bin < bin) {
+    at = bins.insert(bins.end(), BirthBin{bin, 0});
+  } else {
+    at = std::lower_bound(bins.begin(), bins.end(), bin, [](const BirthBin& each, uint32_t wanted) { return each.bin < wanted; });
+    if (at == bins.end() || at->bin != bin) at = bins.insert(at, BirthBin{bin, 0});
+  }
+  at->bytes += bytes;
+  if (at->bytes == 0) bins.erase(at);
 }
 
 uint64_t RunState::epoch_start_ns(uint32_t epoch) const {

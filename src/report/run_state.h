@@ -9,7 +9,9 @@
 
 #include <array>
 #include <cstdint>
+#include <cstddef>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -72,10 +74,77 @@ struct Module {
   bool contains(uint64_t address) const;
 };
 
-struct Stack {
-  std::vector<uint64_t> frames;  // return addresses, innermost first
-  uint32_t first_epoch = 0;      // epoch of the snapshot that first carried it
+// One node of the stream's tree of stack tails (STACK_NODES): a frame and its caller's node.
+struct StackNode {
+  uint64_t frame = 0;
+  uint32_t parent = 0;  // 0: outermost
+  uint32_t depth = 0;   // frames from this node out
 };
+
+// A stack as the stream gives it: head frames kept in RunState's arena, then a tail node. Its
+// frames are read through RunState::frames(); a stack is never built out whole, so memory follows
+// the stream's size and not the frames it stands for.
+struct Stack {
+  uint64_t head_offset = 0;  // into the arena
+  uint32_t head_depth = 0;
+  uint32_t tail = 0;         // StackNode id, 0: none
+  uint32_t depth = 0;        // 0 while undefined
+  uint32_t first_epoch = 0;  // epoch of the snapshot that first carried it
+};
+
+// StackFrames: the frames of one stack, innermost first, walked from its head into its tail.
+class StackFrames {
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = uint64_t;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = uint64_t;
+    iterator() = default;
+    iterator(const StackFrames* frames, uint32_t index, uint32_t node) : frames_(frames), index_(index), node_(node) {}
+    uint64_t operator*() const { return index_ < frames_->head_depth_ ? frames_->head_[index_] : (*frames_->nodes_)[node_].frame; }
+    iterator& operator++() {
+      if (index_ < frames_->head_depth_) {
+        ++index_;
+      } else {
+        node_ = (*frames_->nodes_)[node_].parent;
+      }
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator before = *this;
+      ++*this;
+      return before;
+    }
+    bool operator==(const iterator& other) const { return index_ == other.index_ && node_ == other.node_; }
+
+   private:
+    const StackFrames* frames_ = nullptr;
+    uint32_t index_ = 0;
+    uint32_t node_ = 0;
+  };
+
+  StackFrames(const uint64_t* head, uint32_t head_depth, uint32_t tail, uint32_t depth, const std::vector<StackNode>* nodes)
+      : head_(head), head_depth_(head_depth), tail_(tail), depth_(depth), nodes_(nodes) {}
+  iterator begin() const { return iterator(this, 0, tail_); }
+  iterator end() const { return iterator(this, head_depth_, 0); }
+  uint32_t size() const { return depth_; }
+  bool empty() const { return depth_ == 0; }
+  std::vector<uint64_t> to_vector() const { return std::vector<uint64_t>(begin(), end()); }
+
+ private:
+  const uint64_t* head_;
+  uint32_t head_depth_;
+  uint32_t tail_;
+  uint32_t depth_;
+  const std::vector<StackNode>* nodes_;
+};
+
+// No stack the runtime writes is deeper (kMaxStackDepth, and interpreted frames within it); a
+// deeper one is damage, refused before it is built.
+constexpr uint64_t kMaxReadStackDepth = 256;
 
 // One thread of the process. Threads that lived one after another may share a slot (the
 // runtime reuses the slot of a thread that is gone); each still has an entry of its own here.
@@ -114,13 +183,21 @@ struct Task {
   bool known = false;
 };
 
+struct BirthBin {
+  uint32_t bin = 0;
+  int64_t bytes = 0;
+};
+
 struct Site {
   Domain domain = Domain::kHeap;
   uint32_t stack = 0;
   std::array<uint64_t, internal::kLifetimeBuckets> freed_bytes_by_lifetime{};
   int64_t live_bytes = 0;   // summed over the site's triples
   int64_t live_blocks = 0;
-  std::vector<int64_t> births;  // live bytes by birth time, one bin per RunState::birth_bin_ns()
+  // Live bytes by birth time: the bins (of RunState::birth_bin_ns()) that hold any, in bin order.
+  // Sparse, as most sites' blocks were born in a few bins: dense bins cost a process with 600 k
+  // sites born late in its run a gigabyte.
+  std::vector<BirthBin> births;
   uint64_t temporary_blocks = 0;  // blocks freed in the epoch they were born in, so far
   uint64_t first_seen_ns = 0;  // time of the snapshot that defined it
   bool known = false;
@@ -160,6 +237,9 @@ class RunState {
   const SnapshotInfo& last_snapshot() const { return last_snapshot_; }
   const std::vector<Module>& modules() const { return modules_; }
   const std::vector<Stack>& stacks() const { return stacks_; }
+  StackFrames frames(const Stack& stack) const {
+    return StackFrames(head_frames_.data() + stack.head_offset, stack.head_depth, stack.tail, stack.depth, &stack_nodes_);
+  }
   const std::vector<Thread>& threads() const { return threads_; }
   // for_each_thread_part() calls visit(ThreadPart) for each thread of a triple's slot that holds
   // some of its live memory.
@@ -190,6 +270,8 @@ class RunState {
   SnapshotInfo last_snapshot_;
   std::vector<Module> modules_;
   std::vector<Stack> stacks_{1};
+  std::vector<StackNode> stack_nodes_{1};
+  std::vector<uint64_t> head_frames_;  // every stack's head frames, one after another
   std::vector<Thread> threads_{1};
   std::vector<std::vector<uint32_t>> slots_{1};  // slot -> its threads, in order
   std::vector<Task> tasks_{1};

@@ -12,10 +12,9 @@ namespace {
 // RunState's bins), oldest first, leaving out empty bins.
 std::vector<LiveByBirth> live_bytes_by_birth(const RunState& state, uint32_t site) {
   std::vector<LiveByBirth> births;
-  const std::vector<int64_t>& bins = state.sites()[site].births;
   double bin_s = static_cast<double>(state.birth_bin_ns()) / 1e9;
-  for (size_t bin = 0; bin < bins.size(); ++bin) {
-    if (bins[bin] != 0) births.push_back({static_cast<double>(bin) * bin_s, bins[bin]});
+  for (const BirthBin& bin : state.sites()[site].births) {
+    if (bin.bytes != 0) births.push_back({static_cast<double>(bin.bin) * bin_s, bin.bytes});
   }
   return births;
 }

@@ -453,7 +453,7 @@ std::vector<SymbolizedFrame> Symbolizer::stack(uint32_t id) {
   std::vector<SymbolizedFrame> frames;
   if (id < state_.stacks().size()) {
     const Stack& stack = state_.stacks()[id];
-    for (uint64_t address : stack.frames) {
+    for (uint64_t address : state_.frames(stack)) {
       // leakscope's own frames (the main it hands __libc_start_main) are no part of the program's.
       const Module* module = module_for(address, stack.first_epoch);
       if (module != nullptr && is_leakscope_module(module->path)) continue;
@@ -473,7 +473,7 @@ std::vector<SymbolizedFrame> Symbolizer::find_frames(uint32_t id, size_t count,
   std::vector<SymbolizedFrame> found;
   if (id >= state_.stacks().size()) return found;
   const Stack& stack = state_.stacks()[id];
-  for (uint64_t address : stack.frames) {
+  for (uint64_t address : state_.frames(stack)) {
     const Module* module = module_for(address, stack.first_epoch);
     if (module != nullptr && (skip_module(module->path) || is_leakscope_module(module->path))) continue;
     for (const SymbolizedFrame& frame : symbolize(address, stack.first_epoch)) {
@@ -485,9 +485,21 @@ std::vector<SymbolizedFrame> Symbolizer::find_frames(uint32_t id, size_t count,
   return found;
 }
 
+void Symbolizer::visit_frames(uint32_t id, const std::function<bool(const SymbolizedFrame&)>& visit) {
+  if (id >= state_.stacks().size()) return;
+  const Stack& stack = state_.stacks()[id];
+  for (uint64_t address : state_.frames(stack)) {
+    const Module* module = module_for(address, stack.first_epoch);
+    if (module != nullptr && is_leakscope_module(module->path)) continue;
+    for (const SymbolizedFrame& frame : symbolize(address, stack.first_epoch)) {
+      if (!visit(frame)) return;
+    }
+  }
+}
+
 bool Symbolizer::runs_python_function(uint32_t id, const std::string& function, const std::string& file_prefix) const {
   if (id >= state_.stacks().size()) return false;
-  for (uint64_t address : state_.stacks()[id].frames) {
+  for (uint64_t address : state_.frames(state_.stacks()[id])) {
     if ((address & internal::kInterpretedFrameTag) == 0) continue;
     SymbolizedFrame frame = interpreted_frame(address);
     if (frame.function == function && frame.file.compare(0, file_prefix.size(), file_prefix) == 0) return true;

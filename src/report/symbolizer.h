@@ -52,6 +52,10 @@ class Symbolizer {
                                            const std::function<bool(const std::string&)>& skip_module,
                                            const std::function<bool(const SymbolizedFrame&)>& accept);
 
+  // visit_frames() calls `visit` with each frame of stack `id`, innermost first (allocator entry
+  // points included), until it returns false; nothing is copied.
+  void visit_frames(uint32_t id, const std::function<bool(const SymbolizedFrame&)>& visit);
+
   // runs_python_function() tells whether stack `id` holds a Python frame of `function` in a file
   // whose name begins with `file_prefix`; native frames are not symbolized for it.
   bool runs_python_function(uint32_t id, const std::string& function, const std::string& file_prefix) const;

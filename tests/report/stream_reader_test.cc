@@ -25,11 +25,11 @@ using namespace leakscope::testing;
 std::string two_snapshots() {
   Bytes first;
   first.section(SectionTag::kInfo, info(0, 1000000000, false));
-  first.section(SectionTag::kStacks, Bytes().varint(1).varint(1).varint(2).signed_varint(0x401000).signed_varint(0x20));
+  first.section(SectionTag::kStacks, Bytes().varint(1).varint(1).varint(2).signed_varint(0x401000).signed_varint(0x20).varint(0));
   first.section(SectionTag::kThreads, Bytes().varint(1).varint(1).varint(4242).blob("main").varint(0));
   first.section(SectionTag::kTasks, Bytes().varint(1).varint(1).varint(7).blob("request"));
-  first.section(SectionTag::kSites, Bytes().varint(1).varint(1).varint(0).varint(1));
-  first.section(SectionTag::kTriples, Bytes().varint(1).varint(1).varint(1).varint(1).varint(1));
+  first.section(SectionTag::kSites, Bytes().varint(1).varint(1).varint(0).signed_varint(1));
+  first.section(SectionTag::kTriples, Bytes().varint(1).varint(1).signed_varint(1).varint(1).varint(1));
   first.section(SectionTag::kCounters, Bytes().varint(1).varint(1).varint(10).varint(1000).varint(0).varint(0).varint(0));
   first.section(SectionTag::kBirths, Bytes().varint(1).varint(1).varint(0).signed_varint(1000).signed_varint(10));
   Bytes second;
@@ -64,7 +64,7 @@ TEST(StreamReader, RebuildsTheExactStateOfEachSnapshot) {
   EXPECT_EQ(last.snapshot_count(), 2u);
   EXPECT_TRUE(last.last_snapshot().final);
   EXPECT_EQ(last.last_snapshot().rss_bytes, 4096u);
-  EXPECT_EQ(last.stacks()[1].frames, (std::vector<uint64_t>{0x401000, 0x401020}));
+  EXPECT_EQ(last.frames(last.stacks()[1]).to_vector(), (std::vector<uint64_t>{0x401000, 0x401020}));
   EXPECT_EQ(last.threads()[1].name, "main");
   EXPECT_EQ(last.tasks()[1].name, "request");
   EXPECT_EQ(last.tasks()[1].user_id, 7u);
@@ -75,7 +75,7 @@ TEST(StreamReader, RebuildsTheExactStateOfEachSnapshot) {
   EXPECT_EQ(last.sites()[1].freed_bytes_by_lifetime[1], 400u);
   // Born in epoch 0 (time 0): 1000 bytes, of which 400 were freed.
   ASSERT_EQ(last.sites()[1].births.size(), 1u);
-  EXPECT_EQ(last.sites()[1].births[0], 600);
+  EXPECT_EQ(last.sites()[1].births[0].bytes, 600);
 }
 
 TEST(StreamReader, TornLastFrameIsIgnored) {
@@ -120,11 +120,11 @@ TEST(StreamReader, DamagedSnapshotKeepsWhatCameBeforeItWhenNoKeySnapshotFollows)
 std::string key_after_two_snapshots() {
   Bytes key;
   key.section(SectionTag::kInfo, info(2, 3000000000, true));
-  key.section(SectionTag::kStacks, Bytes().varint(1).varint(1).varint(2).signed_varint(0x401000).signed_varint(0x20));
+  key.section(SectionTag::kStacks, Bytes().varint(1).varint(1).varint(2).signed_varint(0x401000).signed_varint(0x20).varint(0));
   key.section(SectionTag::kThreads, Bytes().varint(1).varint(1).varint(4242).blob("main").varint(0));
   key.section(SectionTag::kTasks, Bytes().varint(1).varint(1).varint(7).blob("request"));
-  key.section(SectionTag::kSites, Bytes().varint(1).varint(1).varint(0).varint(1));
-  key.section(SectionTag::kTriples, Bytes().varint(1).varint(1).varint(1).varint(1).varint(1));
+  key.section(SectionTag::kSites, Bytes().varint(1).varint(1).varint(0).signed_varint(1));
+  key.section(SectionTag::kTriples, Bytes().varint(1).varint(1).signed_varint(1).varint(1).varint(1));
   key.section(SectionTag::kCounters, Bytes().varint(1).varint(1).varint(10).varint(1000).varint(4).varint(400).varint(0));
   key.section(SectionTag::kBirths, Bytes().varint(1).varint(1).varint(0).signed_varint(600).signed_varint(6));
   // Lifetimes stay what this epoch freed (nothing), as in every snapshot.
@@ -156,8 +156,8 @@ TEST(StreamReader, ReadingResumesAtTheNextKeySnapshotWithTheWholeState) {
   EXPECT_EQ(triple.live_bytes(), 600);
   EXPECT_EQ(triple.live_blocks(), 6);
   ASSERT_EQ(state.sites()[1].births.size(), 1u);
-  EXPECT_EQ(state.sites()[1].births[0], 600);
-  EXPECT_EQ(state.stacks()[1].frames, (std::vector<uint64_t>{0x401000, 0x401020}));
+  EXPECT_EQ(state.sites()[1].births[0].bytes, 600);
+  EXPECT_EQ(state.frames(state.stacks()[1]).to_vector(), (std::vector<uint64_t>{0x401000, 0x401020}));
   EXPECT_EQ(state.sites()[1].freed_bytes_by_lifetime[1], 0u) << "the lost snapshot's frees are lost";
 }
 
@@ -169,7 +169,7 @@ TEST(StreamReader, KeySnapshotAfterIntactOnesGivesTheSameStateAsTheirSum) {
   EXPECT_EQ(state.triples()[1].last.free_count, 4u);
   EXPECT_EQ(state.sites()[1].freed_bytes_by_lifetime[1], 400u);
   ASSERT_EQ(state.sites()[1].births.size(), 1u);
-  EXPECT_EQ(state.sites()[1].births[0], 600);
+  EXPECT_EQ(state.sites()[1].births[0].bytes, 600);
 }
 
 // Slot 1 holds thread "a" (tid 10), which keeps 100 bytes and exits, then thread "b" (tid 11),
@@ -177,10 +177,10 @@ TEST(StreamReader, KeySnapshotAfterIntactOnesGivesTheSameStateAsTheirSum) {
 TEST(StreamReader, ThreadsSharingASlotEachKeepTheirBirths) {
   Bytes first;
   first.section(SectionTag::kInfo, info(0, 1000000000, false));
-  first.section(SectionTag::kStacks, Bytes().varint(1).varint(1).varint(1).signed_varint(0x401000));
+  first.section(SectionTag::kStacks, Bytes().varint(1).varint(1).varint(1).signed_varint(0x401000).varint(0));
   first.section(SectionTag::kThreads, Bytes().varint(1).varint(1).varint(10).blob("a").varint(0));
-  first.section(SectionTag::kSites, Bytes().varint(1).varint(1).varint(0).varint(1));
-  first.section(SectionTag::kTriples, Bytes().varint(1).varint(1).varint(1).varint(1).varint(0));
+  first.section(SectionTag::kSites, Bytes().varint(1).varint(1).varint(0).signed_varint(1));
+  first.section(SectionTag::kTriples, Bytes().varint(1).varint(1).signed_varint(1).varint(1).varint(0));
   first.section(SectionTag::kCounters, Bytes().varint(1).varint(1).varint(1).varint(100).varint(0).varint(0).varint(0));
   first.section(SectionTag::kBirths, Bytes().varint(1).varint(1).varint(0).signed_varint(100).signed_varint(1));
   Bytes exit;
@@ -219,6 +219,40 @@ TEST(StreamReader, CountersForAnUndefinedTripleAreRejected) {
     FAIL() << "dangling reference accepted";
   } catch (const StreamError& error) {
     EXPECT_NE(std::string(error.what()).find("undefined triple 9"), std::string::npos) << error.what();
+  }
+}
+
+// Two stacks whose outer frames are the same two tail nodes: each is its head, then the chain.
+TEST(StreamReader, StacksSharingTailNodesReadAsTheirWholeFrames) {
+  Bytes snapshot;
+  snapshot.section(SectionTag::kInfo, info(0, 5, false));
+  // Node 1 (outermost) 0x500000, node 2 0x400100 called from it.
+  snapshot.section(SectionTag::kStackNodes,
+                   Bytes().varint(2).varint(1).varint(1).signed_varint(0x500000).varint(1).signed_varint(-0xfff00));
+  // Stack 1: head 0x401000, 0x401020 then node 2; stack 2: head 0x401004 (0x401000 + 4), then node 2.
+  snapshot.section(SectionTag::kStacks, Bytes()
+                                            .varint(2)
+                                            .varint(1).varint(2).signed_varint(0x401000).signed_varint(0x20).varint(2)
+                                            .varint(1).varint(1).signed_varint(4).varint(2));
+  RunState state = load_run(write_temp(file_header() + process_frame() + frame(FrameType::kSnapshot, snapshot.str())));
+  ASSERT_EQ(state.stacks().size(), 3u);
+  EXPECT_EQ(state.frames(state.stacks()[1]).to_vector(), (std::vector<uint64_t>{0x401000, 0x401020, 0x400100, 0x500000}));
+  EXPECT_EQ(state.frames(state.stacks()[2]).to_vector(), (std::vector<uint64_t>{0x401004, 0x400100, 0x500000}));
+}
+
+// A chain of nodes deeper than any stack the runtime writes is refused before it is built.
+TEST(StreamReader, StackDeeperThanTheRuntimeWritesIsRefused) {
+  Bytes nodes;
+  nodes.varint(300).varint(1);
+  for (int i = 0; i < 300; ++i) nodes.varint(1).signed_varint(8);  // each the child of the one before
+  Bytes snapshot;
+  snapshot.section(SectionTag::kInfo, info(0, 5, false));
+  snapshot.section(SectionTag::kStackNodes, nodes);
+  try {
+    load_run(write_temp(file_header() + process_frame() + frame(FrameType::kSnapshot, snapshot.str())));
+    FAIL() << "a 300-frame stack accepted";
+  } catch (const StreamError& error) {
+    EXPECT_NE(std::string(error.what()).find("stack deeper than 256 frames"), std::string::npos) << error.what();
   }
 }
 
