@@ -39,6 +39,8 @@ struct DumpOptions {
   std::string at;  // --at: "N", "end", or empty for the last snapshot before teardown
   std::string format = "text";
   int frames = 8;
+  size_t top = 0;         // 0: every site
+  int64_t min_bytes = 0;  // sites with fewer live bytes are left out
 };
 
 int dump_command(const DumpOptions& options);

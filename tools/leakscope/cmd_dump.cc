@@ -1,5 +1,6 @@
 // leakscope dump: the state at one snapshot, symbolized.
 #include <cstdio>
+#include <vector>
 
 #include "cli.h"
 #include "report/dump_format.h"
@@ -9,6 +10,16 @@
 #include "report/symbolizer.h"
 
 namespace leakscope::cli {
+namespace {
+
+// keep_largest() keeps the sites holding at least `min_bytes` and, when `top` is not 0, only the
+// `top` holding the most (the sites come largest first).
+void keep_largest(std::vector<report::JudgedSite>* sites, size_t top, int64_t min_bytes) {
+  std::erase_if(*sites, [min_bytes](const report::JudgedSite& site) { return site.summary.live_bytes < min_bytes; });
+  if (top != 0 && sites->size() > top) sites->resize(top);
+}
+
+}  // namespace
 
 int dump_command(const DumpOptions& options) {
   report::SnapshotChoice choice;
@@ -22,6 +33,7 @@ int dump_command(const DumpOptions& options) {
     report::JudgedCapture capture(at);
     report::read_run(reader, at.index, &state, [&capture](const report::RunState& read) { capture.observe(read); });
     std::vector<report::JudgedSite> sites = capture.take_sites();
+    keep_largest(&sites, options.top, options.min_bytes);
     report::Symbolizer symbolizer(state);
     report::RunHeader header{state, at, capture.info(), capture.live_bytes_by_domain()};
     if (options.format == "json") {

@@ -58,6 +58,9 @@ int main(int argc, char** argv) {
   dump_verb->add_option("--at", dump.at, at_help);
   dump_verb->add_option("--frames", dump.frames, "Frames shown per site in text")->check(CLI::Range(1, 1000))->capture_default_str();
   dump_verb->add_option("--format", dump.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  dump_verb->add_option("--top", dump.top, "Only the N sites with the most live bytes (default: every site)")->check(CLI::Range(1, 100000000));
+  std::string dump_min_bytes = "0";
+  dump_verb->add_option("--min-bytes", dump_min_bytes, "Leave out sites with fewer live bytes (e.g. 64KiB)")->capture_default_str();
 
   ReportCommandOptions report;
   std::string min_bytes = "0";
@@ -105,5 +108,10 @@ int main(int argc, char** argv) {
     return report_command(report);
   }
   if (diff_verb->parsed()) return diff_command(diff);
+  uint64_t dump_bytes = 0;
+  if (!leakscope::internal::parse_size_bytes(dump_min_bytes.data(), dump_min_bytes.size(), &dump_bytes)) {
+    return fail(kUsage, "--min-bytes: not a size: " + dump_min_bytes);
+  }
+  dump.min_bytes = static_cast<int64_t>(dump_bytes);
   return dump_command(dump);
 }
