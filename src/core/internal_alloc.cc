@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "core/memory_budget.h"
 #include "core/spin_lock.h"
 #include "core/sys.h"
 
@@ -48,7 +49,7 @@ size_t round_to_pages(size_t size) {
 
 void* map_counted(size_t size) {
   void* memory = sys::map_anonymous(size);
-  if (memory != nullptr) g_allocator.mapped_bytes.fetch_add(size, std::memory_order_relaxed);
+  if (memory != nullptr) memory_budget_observe(g_allocator.mapped_bytes.fetch_add(size, std::memory_order_relaxed) + size);
   return memory;
 }
 

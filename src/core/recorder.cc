@@ -5,6 +5,7 @@
 #include "core/epoch.h"
 #include "core/interpreter.h"
 #include "core/interval_map.h"
+#include "core/memory_budget.h"
 #include "core/sampler.h"
 #include "core/stack_capture.h"
 #include "core/stack_depot.h"
@@ -24,12 +25,26 @@ inline uint64_t triple_cache_key(Domain domain, TaskId task, StackId stack) {
   return 1ull << 63 | static_cast<uint64_t>(domain) << 56 | static_cast<uint64_t>(raw(task)) << 32 | raw(stack);
 }
 
+StackId over_budget_stack() {
+  uintptr_t marker = kOverBudgetFrame;
+  return depot_intern(&marker, 1);
+}
+
+// budget_triple() is the triple of an allocation once only counting: the known one, else the
+// thread's over-budget triple (no task), so that no new task or stack makes one.
+TripleEntry* budget_triple(ThreadState* thread, Domain domain, TaskId task, StackId stack) {
+  if (TripleEntry* known = triple_find(domain, thread->slot, task, stack)) return known;
+  return triple_intern(domain, thread->slot, TaskId::kNone, over_budget_stack());
+}
+
 TripleEntry* triple_for(ThreadState* thread, Domain domain, StackId stack) {
   TaskId task = thread_current_task(thread);
   uint64_t key = triple_cache_key(domain, task, stack);
   TripleCacheSlot& slot = thread->triple_cache[(key ^ (key >> 29)) % kTripleCacheSlots];
   if (key != 0 && slot.key == key) return slot.triple;
-  TripleEntry* triple = triple_intern(domain, thread->slot, task, stack);
+  TripleEntry* triple = LS_LIKELY(memory_budget_stage() != BudgetStage::kCountingOnly)
+                            ? triple_intern(domain, thread->slot, task, stack)
+                            : budget_triple(thread, domain, task, stack);
   if (triple != nullptr && key != 0) {
     slot.key = key;
     slot.triple = triple;
@@ -39,11 +54,24 @@ TripleEntry* triple_for(ThreadState* thread, Domain domain, StackId stack) {
 
 // captured_stack() captures and interns the caller's stack; its frame buffer lives here, apart,
 // so that a recorder call on a small signal stack never reserves it.
+// budgeted_stack() is the stack id once the memory budget is near or reached: a known stack keeps
+// its id; a new one is cut to kBudgetStackDepth frames, and once only counting, is the cut one if
+// known, else the over-budget marker.
+StackId budgeted_stack(const uintptr_t* frames, int depth, BudgetStage stage) {
+  if (StackId known = depot_find(frames, depth); known != StackId::kNone) return known;
+  int cut = depth < kBudgetStackDepth ? depth : kBudgetStackDepth;
+  if (stage == BudgetStage::kCoarseStacks) return depot_intern(frames, cut);
+  if (StackId known = depot_find(frames, cut); known != StackId::kNone) return known;
+  return over_budget_stack();
+}
+
 LS_NOINLINE StackId captured_stack(ThreadState* thread) {
   uintptr_t frames[kMaxStackDepth];
   int depth = stack_capture(thread, frames, g_depth);
   depth = interpreter_merge_frames(frames, depth, g_depth);
-  return depot_intern(frames, depth);
+  BudgetStage stage = memory_budget_stage();
+  if (LS_LIKELY(stage == BudgetStage::kWithin)) return depot_intern(frames, depth);
+  return budgeted_stack(frames, depth, stage);
 }
 
 // current_triple() captures the caller's stack and returns its triple, or nullptr. On an

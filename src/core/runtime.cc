@@ -15,6 +15,7 @@
 #include "core/internal_alloc.h"
 #include "core/interpreter.h"
 #include "core/interval_map.h"
+#include "core/memory_budget.h"
 #include "core/module_map.h"
 #include "core/recorder.h"
 #include "core/sampler.h"
@@ -208,6 +209,29 @@ bool open_stream(bool descendant, pid_t traced_parent_pid, uint64_t start_monoto
   return true;
 }
 
+// say_budget_stage() says once on stderr each stage of the memory budget reached (a forked child
+// inherits what its parent said).
+BudgetStage g_budget_said = BudgetStage::kWithin;
+
+void say_budget_stage() {
+  BudgetStage stage = memory_budget_stage();
+  if (stage <= g_budget_said) return;
+  char text[256];
+  double budget_mib = static_cast<double>(memory_budget_max()) / (1024.0 * 1024.0);
+  if (g_budget_said < BudgetStage::kCoarseStacks) {
+    snprintf(text, sizeof(text), "own memory reached 7/8 of max_memory (%.0f MiB): stacks first seen from now on keep %d frames",
+             budget_mib, kBudgetStackDepth);
+    report("", text);
+  }
+  if (stage == BudgetStage::kCountingOnly) {
+    snprintf(text, sizeof(text),
+             "own memory reached max_memory (%.0f MiB): allocations at stacks first seen from now on are counted under one site",
+             budget_mib);
+    report("", text);
+  }
+  g_budget_said = stage;
+}
+
 // write_snapshot_locked() writes one snapshot; the caller holds g_snapshot_lock.
 int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final) {
   if (g_final_written || g_runtime_state.load(std::memory_order_relaxed) != kActive) return -1;
@@ -224,6 +248,7 @@ int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final) 
     runtime_disable(text);
     return -1;
   }
+  say_budget_stage();
   return 0;
 }
 
@@ -406,6 +431,7 @@ void runtime_init(RealFunctionResolver resolve_real_functions) {
   if (ok && !g_options.enabled) {
     g_runtime_state.store(kDisabled, std::memory_order_release);
   } else if (ok && init_tables(error, sizeof(error))) {
+    memory_budget_set(g_options.max_memory);
     recorder_set_depth(static_cast<int>(g_options.depth));
     sampler_set_interval(g_options.sample);
     stack_capture_init(g_options.unwind);

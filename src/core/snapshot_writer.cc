@@ -12,6 +12,7 @@
 #include "core/internal_alloc.h"
 #include "core/interpreter.h"
 #include "core/interval_map.h"
+#include "core/memory_budget.h"
 #include "core/module_map.h"
 #include "core/proc_stats.h"
 #include "core/recorder.h"
@@ -336,6 +337,7 @@ void write_info(FrameBuilder& frame, Epoch closed, SnapshotReason reason, int si
   frame.varint(internal_mapped_bytes());
   frame.varint(alloc_table_live_blocks());
   frame.varint(recorder_reserved_bytes());
+  frame.varint(static_cast<uint64_t>(memory_budget_stage()));
   frame.end_record(mark);
 }
 

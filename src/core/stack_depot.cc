@@ -41,17 +41,38 @@ const StackTail* intern_tail(const uintptr_t* frames, uint32_t depth) {
 
 bool depot_init() { return g_stacks.init(12) && g_tails.init(10); }
 
+// StackMatch tells whether an entry holds exactly `frames[0..depth)`.
+struct StackMatch {
+  const uintptr_t* frames;
+  uint32_t depth;
+  uint32_t head_depth;
+  uint32_t tail_depth;
+
+  StackMatch(const uintptr_t* stack_frames, uint32_t stack_depth)
+      : frames(stack_frames),
+        depth(stack_depth),
+        head_depth(stack_depth < kStackHeadFrames ? stack_depth : kStackHeadFrames),
+        tail_depth(stack_depth - head_depth) {}
+
+  bool operator()(const StackEntry* candidate) const {
+    return candidate->depth == depth && same_frames(candidate->head, frames, head_depth) &&
+           (tail_depth == 0 || same_frames(candidate->tail->frames, frames + head_depth, tail_depth));
+  }
+};
+
+StackId depot_find(const uintptr_t* frames, int depth) {
+  if (depth <= 0) return StackId::kNone;
+  StackMatch match(frames, static_cast<uint32_t>(depth));
+  const StackEntry* entry = g_stacks.find(hash_frames(frames, match.depth), match);
+  return entry == nullptr ? StackId::kNone : static_cast<StackId>(entry->id);
+}
+
 StackId depot_intern(const uintptr_t* frames, int signed_depth) {
   if (signed_depth <= 0) return StackId::kNone;
-  uint32_t depth = static_cast<uint32_t>(signed_depth);
-  uint32_t head_depth = depth < kStackHeadFrames ? depth : kStackHeadFrames;
-  uint32_t tail_depth = depth - head_depth;
+  StackMatch match(frames, static_cast<uint32_t>(signed_depth));
+  uint32_t depth = match.depth, head_depth = match.head_depth, tail_depth = match.tail_depth;
   StackEntry* entry = g_stacks.find_or_insert(
-      hash_frames(frames, depth),
-      [&](const StackEntry* candidate) {
-        return candidate->depth == depth && same_frames(candidate->head, frames, head_depth) &&
-               (tail_depth == 0 || same_frames(candidate->tail->frames, frames + head_depth, tail_depth));
-      },
+      hash_frames(frames, depth), match,
       [&]() -> StackEntry* {  // stacks are never freed: no size-class rounding
         const StackTail* tail = nullptr;
         if (tail_depth != 0 && (tail = intern_tail(frames + head_depth, tail_depth)) == nullptr) return nullptr;

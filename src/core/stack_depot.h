@@ -48,6 +48,10 @@ bool depot_init();
 // Not signal-safe.
 StackId depot_intern(const uintptr_t* frames, int depth);
 
+// depot_find() returns the id of `frames[0..depth)` when the depot holds it, else StackId::kNone
+// (also, rarely, while another thread grows the table). Lock-free; never allocates.
+StackId depot_find(const uintptr_t* frames, int depth);
+
 // depot_get() returns the stack with `id`, or nullptr. Lock-free.
 const StackEntry* depot_get(StackId id);
 

@@ -92,6 +92,13 @@ constexpr uint64_t kThreadFollowsAnother = 2;
 // signal stack too small for an unwind (docs/FORMAT.md, STACKS).
 constexpr uint64_t kSmallSignalStackFrame = 1;
 
+// A stack that holds only this frame stands for every stack first seen after leakscope's own
+// memory reached its budget (max_memory, docs/RUNTIME.md): counted, not told apart.
+constexpr uint64_t kOverBudgetFrame = 2;
+
+// Frames kept of a stack first seen once leakscope's own memory neared its budget.
+constexpr int kBudgetStackDepth = 16;
+
 // A varint takes at most this many bytes.
 constexpr size_t kMaxVarintSize = 10;
 // Section lengths are written in this many bytes, padded, so they can be filled in afterwards.

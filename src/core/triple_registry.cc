@@ -23,17 +23,29 @@ SiteEntry* site_intern(Domain domain, StackId stack) {
       });
 }
 
+uint64_t triple_hash(Domain domain, ThreadSlot thread, TaskId task, StackId stack) {
+  return hash_mix((static_cast<uint64_t>(raw(stack)) << 32 | raw(task)) ^
+                  hash_mix((static_cast<uint64_t>(raw(thread)) << 8) | static_cast<uint64_t>(domain)));
+}
+
+auto triple_match(Domain domain, ThreadSlot thread, TaskId task, StackId stack) {
+  return [=](const TripleEntry* triple) {
+    return triple->site->stack == stack && triple->thread == thread && triple->task == task &&
+           triple->site->domain == domain;
+  };
+}
+
 }  // namespace
 
 bool triple_registry_init() { return g_sites.init(12) && g_triples.init(12); }
 
+TripleEntry* triple_find(Domain domain, ThreadSlot thread, TaskId task, StackId stack) {
+  return g_triples.find(triple_hash(domain, thread, task, stack), triple_match(domain, thread, task, stack));
+}
+
 TripleEntry* triple_intern(Domain domain, ThreadSlot thread, TaskId task, StackId stack) {
-  uint64_t hash = hash_mix((static_cast<uint64_t>(raw(stack)) << 32 | raw(task)) ^
-                           hash_mix((static_cast<uint64_t>(raw(thread)) << 8) | static_cast<uint64_t>(domain)));
-  auto matches = [&](const TripleEntry* triple) {
-    return triple->site->stack == stack && triple->thread == thread && triple->task == task &&
-           triple->site->domain == domain;
-  };
+  uint64_t hash = triple_hash(domain, thread, task, stack);
+  auto matches = triple_match(domain, thread, task, stack);
   if (TripleEntry* known = g_triples.find(hash, matches)) return known;
   SiteEntry* site = site_intern(domain, stack);
   if (site == nullptr) return nullptr;

@@ -54,6 +54,10 @@ bool triple_registry_init();
 // nullptr when memory is exhausted. Thread-safe; lock-free for known triples.
 TripleEntry* triple_intern(Domain domain, ThreadSlot thread, TaskId task, StackId stack);
 
+// triple_find() returns the triple for the key if it exists, else nullptr (also, rarely, while
+// another thread grows the table). Lock-free; never allocates.
+TripleEntry* triple_find(Domain domain, ThreadSlot thread, TaskId task, StackId stack);
+
 const TripleEntry* triple_get(TripleId id);
 TripleEntry* triple_get_mutable(TripleId id);
 uint32_t triple_end_id();

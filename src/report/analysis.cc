@@ -374,6 +374,7 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
     site.made_by_import = analysis->symbolizer->runs_python_function(site.summary.stack, "_find_and_load",
                                                                        "<frozen importlib._bootstrap");
     evidence.made_by_import = site.made_by_import;
+    evidence.over_budget = state.is_marker_stack(site.summary.stack, internal::kOverBudgetFrame);
     site.judgement = judge_site(evidence);
     site.median_age_s = now_s * (1 - site.judgement.median_birth_fraction);
   }

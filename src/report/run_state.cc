@@ -168,6 +168,9 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
         info.overhead_bytes = cursor.varint("overhead");
         info.tracked_heap_blocks = cursor.varint("tracked blocks");
         info.reserved_bytes = cursor.done() ? 0 : cursor.varint("reserved");
+        info.budget_stage = cursor.done() ? 0 : cursor.u32("budget stage");
+        if (info.budget_stage >= 1 && !budget_times_.coarse_stacks_ns) budget_times_.coarse_stacks_ns = info.time_ns;
+        if (info.budget_stage >= 2 && !budget_times_.counting_only_ns) budget_times_.counting_only_ns = info.time_ns;
         epoch_close_ns_[epoch] = info.time_ns;
         break;
       }

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -52,6 +53,14 @@ struct SnapshotInfo {
   uint64_t overhead_bytes = 0;
   uint64_t tracked_heap_blocks = 0;
   uint64_t reserved_bytes = 0;  // address space mapped PROT_NONE, not memory (0 in older streams)
+  uint32_t budget_stage = 0;    // internal::BudgetStage of leakscope's own memory budget
+};
+
+// When leakscope's own memory reached its budget (docs/RUNTIME.md), as snapshot times; absent
+// when it never did.
+struct BudgetTimes {
+  std::optional<uint64_t> coarse_stacks_ns;
+  std::optional<uint64_t> counting_only_ns;
 };
 
 struct ModuleSegment {
@@ -235,8 +244,13 @@ class RunState {
   const ProcessInfo& process() const { return process_; }
   uint32_t snapshot_count() const { return snapshot_count_; }
   const SnapshotInfo& last_snapshot() const { return last_snapshot_; }
+  const BudgetTimes& budget_times() const { return budget_times_; }
   const std::vector<Module>& modules() const { return modules_; }
   const std::vector<Stack>& stacks() const { return stacks_; }
+  // is_marker_stack() tells whether stack `id` is the one frame `marker` (stream_format.h).
+  bool is_marker_stack(uint32_t id, uint64_t marker) const {
+    return id < stacks_.size() && stacks_[id].depth == 1 && *frames(stacks_[id]).begin() == marker;
+  }
   StackFrames frames(const Stack& stack) const {
     return StackFrames(head_frames_.data() + stack.head_offset, stack.head_depth, stack.tail, stack.depth, &stack_nodes_);
   }
@@ -268,6 +282,7 @@ class RunState {
   ProcessInfo process_;
   uint32_t snapshot_count_ = 0;
   SnapshotInfo last_snapshot_;
+  BudgetTimes budget_times_;
   std::vector<Module> modules_;
   std::vector<Stack> stacks_{1};
   std::vector<StackNode> stack_nodes_{1};

@@ -57,6 +57,12 @@ nlohmann::json run_header_json(const RunHeader& header) {
   document["peak_rss_bytes"] = shown.hwm_bytes;
   document["overhead_bytes"] = shown.overhead_bytes;
   document["reserved_bytes"] = shown.reserved_bytes;
+  const BudgetTimes& budget = state.budget_times();
+  auto seconds_or_null = [](const std::optional<uint64_t>& ns) {
+    return ns ? nlohmann::json(static_cast<double>(*ns) / 1e9) : nlohmann::json();
+  };
+  document["memory_budget"] = {{"coarse_stacks_since_s", seconds_or_null(budget.coarse_stacks_ns)},
+                               {"counting_only_since_s", seconds_or_null(budget.counting_only_ns)}};
   document["sample_interval_bytes"] = state.process().sample_interval;
   nlohmann::json domains = nlohmann::json::object();
   for (size_t d = 0; d < header.live_bytes_by_domain.size(); ++d) {
@@ -90,6 +96,18 @@ std::string run_header_text(const RunHeader& header, const std::string& title) {
   out += fmt::format("RSS {} (peak {}) · PSS {} · leakscope's own memory {}\n",
                      format_bytes(static_cast<int64_t>(shown.rss_bytes)), format_bytes(static_cast<int64_t>(shown.hwm_bytes)),
                      format_bytes(static_cast<int64_t>(shown.pss_bytes)), format_bytes(static_cast<int64_t>(shown.overhead_bytes)));
+  const BudgetTimes& budget = state.budget_times();
+  if (budget.coarse_stacks_ns) {
+    std::string text = fmt::format(
+        "leakscope's memory budget (max_memory) was near by {}: stacks first seen after it keep {} frames",
+        format_seconds(*budget.coarse_stacks_ns), internal::kBudgetStackDepth);
+    if (budget.counting_only_ns) {
+      text += fmt::format("; it was reached by {}: allocations at stacks first seen after it are counted, exactly, "
+                          "under one site",
+                          format_seconds(*budget.counting_only_ns));
+    }
+    out += wrap(text, "   ", "");
+  }
   if (state.process().sample_interval != 0) {
     out += fmt::format("sampled: one allocation per {} on average; heap bytes and blocks are estimates\n",
                        format_bytes(static_cast<int64_t>(state.process().sample_interval)));

@@ -395,6 +395,11 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
     frames.push_back(frame);
     return frames;
   }
+  if (address == internal::kOverBudgetFrame) {
+    frame.function = "[stacks first seen after leakscope's memory budget was reached (max_memory)]";
+    frames.push_back(frame);
+    return frames;
+  }
   if ((address & internal::kInterpretedFrameTag) != 0) {
     frames.push_back(interpreted_frame(address));
     return frames;

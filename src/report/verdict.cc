@@ -116,6 +116,12 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
   judgement.samples = points.size();
   judgement.leak_entropy = leak_entropy(evidence.births, evidence.now_s, evidence.epochs);
   judgement.median_birth_fraction = median_birth_fraction(evidence.births, evidence.now_s);
+  if (evidence.over_budget) {
+    judgement.reason =
+        "every stack first seen after leakscope's memory budget was reached, counted together: no one call path to "
+        "judge (a larger max_memory tells them apart)";
+    return judgement;
+  }
   if (points.size() < kMinSamples) {
     double span = points.empty() ? 0 : points.back().time_s - points.front().time_s;
     judgement.reason = points.size() > 0 && points.front().time_s > 0.5 * evidence.now_s

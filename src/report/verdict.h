@@ -65,6 +65,9 @@ struct SiteEvidence {
   // Every block was allocated while a Python module was being imported: code that runs once per
   // module, however long the imports take.
   bool made_by_import = false;
+  // The site stands for every stack first seen after leakscope's memory budget was reached: many
+  // call paths counted together, none to judge.
+  bool over_budget = false;
 };
 
 struct SiteJudgement {
