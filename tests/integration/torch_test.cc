@@ -5,6 +5,7 @@
 // leak.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <future>
 #include <set>
 
@@ -293,6 +294,35 @@ TEST(Torch, RepeatedJitLoadIsWarmUpNotALeak) {
   }
   EXPECT_GT(judged_warm_up, 0) << "the warm-up growth is classified";
   EXPECT_TRUE(document["findings"].empty()) << document["findings"].dump(1);
+}
+
+
+// What tracing `import torch` costs in stream and in leakscope's own memory, bounded with a margin
+// over what format 2 and the current tables take (83 MB and 849 MiB with Python frames and
+// PYTHONMALLOC=malloc, 32 MB and 358 MiB without): a bound, not a timing. The import stays within
+// the default memory budget, so no stack is cut.
+TEST(Torch, ImportTorchStreamAndOwnMemoryStayWithinBounds) {
+  REQUIRE_PYTHON_TORCH();
+  struct Case {
+    std::vector<std::string> options;
+    int64_t max_stream_bytes;
+    int64_t max_own_bytes;
+  };
+  const Case cases[] = {{{}, 120'000'000, int64_t{1} << 30},
+                        {{"--option", "python_frames=0,python_malloc=0"}, 48'000'000, int64_t{480} << 20}};
+  for (const Case& each : cases) {
+    std::string file = scratch_dir() + "/import.lsc";
+    std::vector<std::string> args{"run", "-o", file};
+    args.insert(args.end(), each.options.begin(), each.options.end());
+    args.insert(args.end(), {"--", kPython, "-c", "import torch"});
+    Outcome run = leakscope(args);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(run.err.find("max_memory"), std::string::npos) << run.err;
+    EXPECT_LE(static_cast<int64_t>(std::filesystem::file_size(file)), each.max_stream_bytes);
+    nlohmann::json state = dump(file, {"--at", "end", "--top", "1"});
+    EXPECT_LE(state["overhead_bytes"].get<int64_t>(), each.max_own_bytes);
+    EXPECT_TRUE(state["memory_budget"]["coarse_stacks_since_s"].is_null());
+  }
 }
 
 }  // namespace
