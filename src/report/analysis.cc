@@ -240,6 +240,7 @@ void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& key
     return ranks_before(groups[a].judgement, groups[a].live_bytes, groups[b].judgement, groups[b].live_bytes);
   });
   std::vector<size_t> new_index(groups.size());
+  analysis.groups.reserve(groups.size());
   for (size_t i = 0; i < order.size(); ++i) {
     new_index[order[i]] = i;
     analysis.groups.push_back(std::move(groups[order[i]]));
@@ -340,7 +341,9 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   }
   analysis->judged = capture.info();
   analysis->live_bytes_by_domain = capture.live_bytes_by_domain();
-  for (JudgedSite& judged_site : capture.take_sites()) {
+  std::vector<JudgedSite> judged_sites = capture.take_sites();
+  analysis->sites.reserve(judged_sites.size());  // a stack-heavy run judges a few hundred thousand
+  for (JudgedSite& judged_site : judged_sites) {
     SiteReport site;
     site.first_seen_s = judged_site.first_seen_s;
     site.freed_bytes_by_lifetime = judged_site.freed_bytes_by_lifetime;
@@ -348,6 +351,7 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
     site.summary = std::move(judged_site.summary);
     analysis->sites.push_back(std::move(site));
   }
+  judged_sites = {};
   if (analysis->at.teardown != 0) {
     analysis->teardown.mark = analysis->at.teardown;
     analysis->teardown.begin_s = static_cast<double>(marks[analysis->at.teardown - 1].time_ns) / 1e9;

@@ -105,6 +105,14 @@ FrameRoles::FrameRoles(const std::string& fold, const std::string& executable)
     : folded_(fold_patterns(fold)), executable_(executable) {}
 
 bool FrameRoles::is_framework_module(const std::string& path) const {
+  auto known = framework_modules_.find(path);
+  if (known != framework_modules_.end()) return known->second;
+  bool framework = classify_module(path);
+  framework_modules_.emplace(path, framework);
+  return framework;
+}
+
+bool FrameRoles::classify_module(const std::string& path) const {
   if (path.empty() || path[0] == '[') return true;  // [unknown], [vdso]
   std::string name = module_base_name(path);
   bool executable = !executable_.empty() && path.compare(0, executable_.size(), executable_) == 0;

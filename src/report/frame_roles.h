@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "report/symbolizer.h"
@@ -45,8 +46,13 @@ class FrameRoles {
   std::vector<SymbolizedFrame> user_frames(const std::vector<SymbolizedFrame>& frames, size_t count) const;
 
  private:
+  bool classify_module(const std::string& path) const;
+
   std::vector<std::string> folded_;  // --fold's module-name fragments
   std::string executable_;
+  // is_framework_module() by path: a report asks it for every frame of every site, and a process
+  // has a few hundred modules.
+  mutable std::unordered_map<std::string, bool> framework_modules_;
 };
 
 // FrameFolder collapses each run of consecutive frames from framework modules into one frame, so

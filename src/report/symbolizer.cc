@@ -504,10 +504,13 @@ void Symbolizer::visit_frames(uint32_t id, const std::function<bool(const Symbol
 
 bool Symbolizer::runs_python_function(uint32_t id, const std::string& function, const std::string& file_prefix) const {
   if (id >= state_.stacks().size()) return false;
+  // Only the code's name and file: no line table is decoded for it.
+  const std::vector<Code>& codes = state_.codes();
   for (uint64_t address : state_.frames(state_.stacks()[id])) {
     if ((address & internal::kInterpretedFrameTag) == 0) continue;
-    SymbolizedFrame frame = interpreted_frame(address);
-    if (frame.function == function && frame.file.compare(0, file_prefix.size(), file_prefix) == 0) return true;
+    uint32_t code = static_cast<uint32_t>((address & ~internal::kInterpretedFrameTag) >> 32);
+    if (code >= codes.size() || !codes[code].known) continue;
+    if (codes[code].name == function && codes[code].file.compare(0, file_prefix.size(), file_prefix) == 0) return true;
   }
   return false;
 }
