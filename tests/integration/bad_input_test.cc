@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "harness.h"
+#include "support/stream_builder.h"
 
 namespace leakscope::testing {
 namespace {
@@ -90,6 +91,33 @@ TEST(BadInput, TornLastFrameIsIgnoredWithAWarning) {
 
 TEST(BadInput, SnapshotBeyondTheStreamIsRejected) {
   expect_one_line_error(leakscope({"dump", "--at", "100000", good_stream()}), 3, "beyond");
+}
+
+// A 2 MB stream whose one stack claims two million frames: refused as damage before it is built.
+TEST(BadInput, StackOfMillionsOfFramesIsOneLineError) {
+  Bytes stacks;
+  stacks.varint(1).varint(1).varint(2'000'000);
+  for (int i = 0; i < 2'000'000; ++i) stacks.signed_varint(1);
+  stacks.varint(0);
+  Bytes snapshot;
+  snapshot.section(internal::SectionTag::kInfo, info(0, 1000000, true));
+  snapshot.section(internal::SectionTag::kStacks, stacks);
+  std::string path = scratch_dir() + "/deep.lsc";
+  std::ofstream(path, std::ios::binary) << file_header() + process_frame() + frame(internal::FrameType::kSnapshot, snapshot.str());
+  expect_one_line_error(leakscope({"report", path}), 3, "stack deeper than 256 frames");
+  expect_one_line_error(leakscope({"report", "--format", "json", path}), 3, "stack deeper than 256 frames");
+  expect_one_line_error(leakscope({"dump", "--format", "json", path}), 3, "stack deeper than 256 frames");
+}
+
+// A stream larger than the memory the reader may take: one line and its own exit code, not an abort.
+TEST(BadInput, StreamTooLargeForTheMachineIsOneLineError) {
+  std::string file = scratch_dir() + "/large.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", fixture("operator_registry"), "16"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (const char* format : {"text", "json"}) {
+    Outcome limited = run_program({"prlimit", "--as=100000000", LEAKSCOPE_CLI, "report", "--format", format, file});
+    expect_one_line_error(limited, 6, "out of memory");
+  }
 }
 
 TEST(BadInput, EarlierSnapshotCanBeDumped) {

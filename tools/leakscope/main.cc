@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <new>
 
 #include "cli.h"
 #include "core/options.h"
@@ -93,25 +94,33 @@ int main(int argc, char** argv) {
     return fail(kUsage, error.what());
   }
 
-  if (run_verb->parsed()) {
-    if (command.empty()) return fail(kUsage, "run needs a command: leakscope run [options] -- COMMAND ARGS...");
-    run.command = command;
-    return run_command(run);
-  }
-  if (!command.empty()) return fail(kUsage, "unexpected '--' (only run takes a command)");
-  if (report_verb->parsed()) {
-    uint64_t bytes = 0;
-    if (!leakscope::internal::parse_size_bytes(min_bytes.data(), min_bytes.size(), &bytes)) {
-      return fail(kUsage, "--min-bytes: not a size: " + min_bytes);
+  // A stream too large for this machine ends in one line, not an abort.
+  auto dispatch = [&]() -> int {
+    if (run_verb->parsed()) {
+      if (command.empty()) return fail(kUsage, "run needs a command: leakscope run [options] -- COMMAND ARGS...");
+      run.command = command;
+      return run_command(run);
     }
-    report.min_bytes = static_cast<int64_t>(bytes);
-    return report_command(report);
+    if (!command.empty()) return fail(kUsage, "unexpected '--' (only run takes a command)");
+    if (report_verb->parsed()) {
+      uint64_t bytes = 0;
+      if (!leakscope::internal::parse_size_bytes(min_bytes.data(), min_bytes.size(), &bytes)) {
+        return fail(kUsage, "--min-bytes: not a size: " + min_bytes);
+      }
+      report.min_bytes = static_cast<int64_t>(bytes);
+      return report_command(report);
+    }
+    if (diff_verb->parsed()) return diff_command(diff);
+    uint64_t dump_bytes = 0;
+    if (!leakscope::internal::parse_size_bytes(dump_min_bytes.data(), dump_min_bytes.size(), &dump_bytes)) {
+      return fail(kUsage, "--min-bytes: not a size: " + dump_min_bytes);
+    }
+    dump.min_bytes = static_cast<int64_t>(dump_bytes);
+    return dump_command(dump);
+  };
+  try {
+    return dispatch();
+  } catch (const std::bad_alloc&) {
+    return fail(kOutOfMemory, "out of memory: the stream holds more than this machine can read");
   }
-  if (diff_verb->parsed()) return diff_command(diff);
-  uint64_t dump_bytes = 0;
-  if (!leakscope::internal::parse_size_bytes(dump_min_bytes.data(), dump_min_bytes.size(), &dump_bytes)) {
-    return fail(kUsage, "--min-bytes: not a size: " + dump_min_bytes);
-  }
-  dump.min_bytes = static_cast<int64_t>(dump_bytes);
-  return dump_command(dump);
 }
