@@ -30,6 +30,7 @@ struct Allocator {
   Chunk classes;    // blocks of the size classes
   Chunk permanent;  // internal_alloc_permanent()
   std::atomic<size_t> mapped_bytes{0};
+  std::atomic<size_t> peak_mapped_bytes{0};
 };
 
 // constinit: hooks use the allocator while other libraries' constructors run, before this
@@ -49,7 +50,12 @@ size_t round_to_pages(size_t size) {
 
 void* map_counted(size_t size) {
   void* memory = sys::map_anonymous(size);
-  if (memory != nullptr) memory_budget_observe(g_allocator.mapped_bytes.fetch_add(size, std::memory_order_relaxed) + size);
+  if (memory == nullptr) return nullptr;
+  size_t mapped = g_allocator.mapped_bytes.fetch_add(size, std::memory_order_relaxed) + size;
+  size_t peak = g_allocator.peak_mapped_bytes.load(std::memory_order_relaxed);
+  while (mapped > peak && !g_allocator.peak_mapped_bytes.compare_exchange_weak(peak, mapped, std::memory_order_relaxed)) {
+  }
+  memory_budget_observe(mapped);
   return memory;
 }
 
@@ -109,6 +115,8 @@ void internal_free(void* pointer, size_t size) {
 }
 
 size_t internal_mapped_bytes() { return g_allocator.mapped_bytes.load(std::memory_order_relaxed); }
+
+size_t internal_peak_mapped_bytes() { return g_allocator.peak_mapped_bytes.load(std::memory_order_relaxed); }
 
 void internal_alloc_before_fork() { g_allocator.lock.lock(); }
 void internal_alloc_after_fork_parent() { g_allocator.lock.unlock(); }

@@ -31,6 +31,10 @@ void* internal_alloc_permanent(size_t size);
 // internal_mapped_bytes() is the memory the runtime holds from the kernel for itself.
 size_t internal_mapped_bytes();
 
+// internal_peak_mapped_bytes() is the most it has held at any moment (snapshots being built
+// included), what the memory budget is measured against.
+size_t internal_peak_mapped_bytes();
+
 // Fork support: hold the allocator lock across fork() so the child never inherits it taken.
 void internal_alloc_before_fork();
 void internal_alloc_after_fork_parent();

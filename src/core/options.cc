@@ -105,10 +105,16 @@ bool validate(const Options& options, char* error, size_t error_size) {
     snprintf(error, error_size, "LEAKSCOPE_OPTIONS: interval must be at least 10ms");
     return false;
   }
+  if (options.max_memory != 0 && options.max_memory < kMinMemoryBudget) {
+    snprintf(error, error_size, "LEAKSCOPE_OPTIONS: max_memory must be 0 (none) or at least 16MiB (leakscope starts with about 8 MiB)");
+    return false;
+  }
   return true;
 }
 
 }  // namespace
+
+size_t options_format_size(uint64_t bytes, char* out, size_t size) { return format_size(bytes, out, size); }
 
 bool parse_size_bytes(const char* text, size_t length, uint64_t* out) {
   size_t i = 0;

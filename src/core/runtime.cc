@@ -216,17 +216,17 @@ BudgetStage g_budget_said = BudgetStage::kWithin;
 void say_budget_stage() {
   BudgetStage stage = memory_budget_stage();
   if (stage <= g_budget_said) return;
-  char text[256];
-  double budget_mib = static_cast<double>(memory_budget_max()) / (1024.0 * 1024.0);
+  char text[256], budget[32];
+  options_format_size(memory_budget_max(), budget, sizeof(budget));
   if (g_budget_said < BudgetStage::kCoarseStacks) {
-    snprintf(text, sizeof(text), "own memory reached 7/8 of max_memory (%.0f MiB): stacks first seen from now on keep %d frames",
-             budget_mib, kBudgetStackDepth);
+    snprintf(text, sizeof(text), "own memory reached 7/8 of max_memory=%s: stacks first seen from now on keep %d frames",
+             budget, kBudgetStackDepth);
     report("", text);
   }
   if (stage == BudgetStage::kCountingOnly) {
     snprintf(text, sizeof(text),
-             "own memory reached max_memory (%.0f MiB): allocations at stacks first seen from now on are counted under one site",
-             budget_mib);
+             "own memory reached max_memory=%s: allocations at stacks first seen from now on are counted under one site",
+             budget);
     report("", text);
   }
   g_budget_said = stage;

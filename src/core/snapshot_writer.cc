@@ -338,6 +338,7 @@ void write_info(FrameBuilder& frame, Epoch closed, SnapshotReason reason, int si
   frame.varint(alloc_table_live_blocks());
   frame.varint(recorder_reserved_bytes());
   frame.varint(static_cast<uint64_t>(memory_budget_stage()));
+  frame.varint(internal_peak_mapped_bytes());
   frame.end_record(mark);
 }
 

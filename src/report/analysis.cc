@@ -82,11 +82,16 @@ std::vector<SeriesPoint> sum_series(const std::vector<std::vector<SeriesPoint>>&
   return sum;
 }
 
-// site_series() is a site's live bytes over time; a site taken from the snapshot before a
-// main-return mark ends at the value it had there.
+// site_series() is a site's live bytes over time; a site taken from a snapshot before a
+// main-return mark ends at the value it had there, at the mark: the snapshots between, taken
+// while main's locals were being destroyed, are left out.
 std::vector<SeriesPoint> site_series(const LiveSeries& series, const SiteReport& site) {
   std::vector<SeriesPoint> points = series.site(site.summary.site);
-  if (site.from_earlier && !points.empty()) points.back().value = static_cast<double>(site.summary.live_bytes);
+  if (!site.from_earlier || points.empty()) return points;
+  SeriesPoint mark = points.back();
+  while (!points.empty() && points.back().time_s > site.taken_s) points.pop_back();
+  mark.value = static_cast<double>(site.summary.live_bytes);
+  points.push_back(mark);
   return points;
 }
 
@@ -348,6 +353,7 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
     site.first_seen_s = judged_site.first_seen_s;
     site.freed_bytes_by_lifetime = judged_site.freed_bytes_by_lifetime;
     site.from_earlier = judged_site.from_earlier;
+    site.taken_s = judged_site.taken_s;
     site.summary = std::move(judged_site.summary);
     analysis->sites.push_back(std::move(site));
   }

@@ -35,7 +35,8 @@ struct SiteReport {
   std::array<uint64_t, internal::kLifetimeBuckets> freed_bytes_by_lifetime{};
   int64_t freed_at_exit_bytes = 0;  // live at the judged snapshot, freed by the end of the stream
   size_t group = 0;                 // index in RunAnalysis::groups
-  bool from_earlier = false;        // taken from the snapshot before a main-return mark
+  bool from_earlier = false;        // taken from a snapshot before a main-return mark
+  double taken_s = 0;               // the time of the snapshot it was taken from
   bool made_by_import = false;      // its stack runs Python's import machinery (SiteEvidence)
 };
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "report/json_text.h"
 #include "report/site_format.h"
 #include "report/site_summary.h"
 #include "report/units.h"
@@ -25,23 +26,29 @@ std::string indented(const std::string& text, size_t spaces) {
 
 }  // namespace
 
-void write_dump_json(const RunHeader& run, const std::vector<JudgedSite>& sites, Symbolizer& symbolizer, std::FILE* out) {
+void write_dump_json(const RunHeader& run, const std::vector<JudgedSite>& sites, size_t left_out, Symbolizer& symbolizer,
+                     std::FILE* out) {
   // The header's members, then "sites" last, one site at a time.
-  std::string header = run_header_json(run).dump(2);
+  nlohmann::json document = run_header_json(run);
+  document["sites_left_out"] = left_out;
+  std::string header = json_text(document);
   header.erase(header.find_last_of('}'));
   while (!header.empty() && (header.back() == '\n' || header.back() == ' ')) header.pop_back();
   fmt::print(out, "{},\n  \"sites\": [", header);
   bool first = true;
   for (const JudgedSite& site : sites) {
-    fmt::print(out, "{}\n    {}", first ? "" : ",", indented(site_json(site.summary, symbolizer).dump(2), 4));
+    fmt::print(out, "{}\n    {}", first ? "" : ",", indented(json_text(site_json(site.summary, symbolizer)), 4));
     first = false;
   }
   fmt::print(out, "{}]\n}}\n", first ? "" : "\n  ");
 }
 
-void write_dump_text(const RunHeader& run, const std::vector<JudgedSite>& sites, Symbolizer& symbolizer, std::FILE* out,
-                     int max_frames) {
+void write_dump_text(const RunHeader& run, const std::vector<JudgedSite>& sites, size_t left_out, Symbolizer& symbolizer,
+                     std::FILE* out, int max_frames) {
   std::string text = run_header_text(run, "leakscope dump");
+  if (left_out != 0) {
+    text += fmt::format("sites: the {} largest shown, {} more left out (--top, --min-bytes)\n", sites.size(), left_out);
+  }
   int rank = 0;
   for (const JudgedSite& judged : sites) {
     const SiteSummary& site = judged.summary;

@@ -11,6 +11,7 @@ std::vector<JudgedSite> JudgedCapture::capture(const RunState& state) const {
     JudgedSite judged;
     const Site& site = state.sites()[summary.site];
     judged.first_seen_s = static_cast<double>(site.first_seen_ns) / 1e9;
+    judged.taken_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
     judged.freed_bytes_by_lifetime = site.freed_bytes_by_lifetime;
     judged.summary = std::move(summary);
     sites.push_back(std::move(judged));
@@ -20,31 +21,48 @@ std::vector<JudgedSite> JudgedCapture::capture(const RunState& state) const {
 
 void JudgedCapture::observe(const RunState& state) {
   uint32_t index = state.snapshot_count();
-  if (done_ || (index != at_.index && index != at_.earlier) || index == 0) return;
-  if (index == at_.earlier) {
-    earlier_ = capture(state);
-    earlier_epoch_start_s_ = static_cast<double>(state.epoch_start_ns(state.last_snapshot().epoch)) / 1e9;
+  if (done_ || index == 0) return;
+  if (at_.earlier != 0 && index >= at_.earliest && index <= at_.earlier) {
+    double epoch_start_s = static_cast<double>(state.epoch_start_ns(state.last_snapshot().epoch)) / 1e9;
+    for (JudgedSite& site : capture(state)) {
+      int64_t held = 0;
+      for (const LiveByBirth& birth : site.summary.births) {
+        if (birth.birth_s < epoch_start_s) held += birth.bytes;
+      }
+      EarlierSite& earlier = earlier_[site.summary.site];
+      // Still shrinking: the run keeps its start. Otherwise a run may start here.
+      if (earlier.seen_at == 0 || held >= earlier.latest_held) {
+        earlier.run_start = site;
+        earlier.run_start_held = held;
+      }
+      earlier.latest = std::move(site);
+      earlier.latest_held = held;
+      earlier.seen_at = index;
+    }
+    for (auto& [id, earlier] : earlier_) {
+      if (earlier.seen_at != index) earlier.latest_held = 0;  // gone here: it shrank to nothing
+    }
     return;
   }
+  if (index != at_.index) return;
   done_ = true;
   info_ = state.last_snapshot();
   sites_ = capture(state);
   if (at_.earlier != 0) {
     std::unordered_map<uint32_t, size_t> now;
     for (size_t i = 0; i < sites_.size(); ++i) now.emplace(sites_[i].summary.site, i);
-    for (JudgedSite& before : earlier_) {
-      int64_t held_before = 0;  // what the site held then that was born before that epoch
-      for (const LiveByBirth& birth : before.summary.births) {
-        if (birth.birth_s < earlier_epoch_start_s_) held_before += birth.bytes;
-      }
-      auto found = now.find(before.summary.site);
+    for (auto& [id, before] : earlier_) {
+      auto found = now.find(id);
       int64_t held_now = found != now.end() ? sites_[found->second].summary.live_bytes : 0;
-      if (held_before <= held_now) continue;
-      before.from_earlier = true;
+      bool gone = held_now == 0;
+      if (!gone && before.seen_at != at_.earlier) continue;
+      JudgedSite& taken = gone ? before.run_start : before.latest;
+      if ((gone ? before.run_start_held : before.latest_held) <= held_now) continue;
+      taken.from_earlier = true;
       if (found != now.end()) {
-        sites_[found->second] = std::move(before);
+        sites_[found->second] = std::move(taken);
       } else {
-        sites_.push_back(std::move(before));
+        sites_.push_back(std::move(taken));
       }
     }
     earlier_.clear();

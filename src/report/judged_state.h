@@ -2,16 +2,20 @@
 //
 // The sites live at the judged snapshot (report/snapshot_choice.h), captured while a stream is
 // read, for dump and the analysis alike. At a mark of main's return, main's own locals (a Server
-// object, a vector of loaded models) are destroyed already, while what the run allocated since the
-// snapshot before is not yet in that one. A site is then taken whole (bytes, blocks, owners,
-// births) from the snapshot before when what it held there from before that snapshot's epoch is
-// more than it holds at the mark, and from the mark otherwise: neither hides a leak, and blocks
-// that were merely in flight at the earlier snapshot (a loop's temporaries) are not revived.
+// object, a vector of loaded models) are destroyed already, and a snapshot taken in the second
+// before may have landed while they were being destroyed. A site is then taken whole (bytes,
+// blocks, owners, births) from an earlier snapshot when what it held there from before that
+// snapshot's epoch is more than it holds at the mark: a site gone at the mark (a local torn down)
+// from the snapshot of that second where it last began to shrink steadily into the mark, any
+// other from the snapshot just before the mark (a pool that drains as the program works keeps its
+// last state). Otherwise it is taken from the mark. Neither hides a leak, and blocks that were
+// merely in flight at an earlier snapshot (a loop's temporaries) are not revived.
 #ifndef LEAKSCOPE_REPORT_JUDGED_STATE_H_
 #define LEAKSCOPE_REPORT_JUDGED_STATE_H_
 
 #include <array>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "report/run_state.h"
@@ -24,7 +28,8 @@ struct JudgedSite {
   SiteSummary summary;
   double first_seen_s = 0;
   std::array<uint64_t, internal::kLifetimeBuckets> freed_bytes_by_lifetime{};
-  bool from_earlier = false;  // taken from the snapshot before a main-return mark
+  bool from_earlier = false;  // taken from a snapshot before a main-return mark
+  double taken_s = 0;         // the time of the snapshot it was taken from
 };
 
 class JudgedCapture {
@@ -48,9 +53,19 @@ class JudgedCapture {
 
   ChosenSnapshot at_;
   bool done_ = false;
-  double earlier_epoch_start_s_ = 0;  // births at or after it were in flight at the earlier snapshot
+  // A site in the snapshots before a main-return mark: as it was where it last began to shrink
+  // steadily, and in the latest snapshot that had it, with what it held in each from before that
+  // snapshot's epoch (births after were in flight).
+  struct EarlierSite {
+    JudgedSite run_start;
+    int64_t run_start_held = 0;
+    JudgedSite latest;
+    int64_t latest_held = 0;
+    uint32_t seen_at = 0;  // the latest snapshot that had it
+  };
+
   SnapshotInfo info_;
-  std::vector<JudgedSite> earlier_;
+  std::unordered_map<uint32_t, EarlierSite> earlier_;
   std::vector<JudgedSite> sites_;
   std::array<int64_t, internal::kDomainCount> by_domain_{};
 };

@@ -169,6 +169,7 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
         info.tracked_heap_blocks = cursor.varint("tracked blocks");
         info.reserved_bytes = cursor.done() ? 0 : cursor.varint("reserved");
         info.budget_stage = cursor.done() ? 0 : cursor.u32("budget stage");
+        info.peak_overhead_bytes = cursor.done() ? 0 : cursor.varint("peak overhead");
         if (info.budget_stage >= 1 && !budget_times_.coarse_stacks_ns) budget_times_.coarse_stacks_ns = info.time_ns;
         if (info.budget_stage >= 2 && !budget_times_.counting_only_ns) budget_times_.counting_only_ns = info.time_ns;
         epoch_close_ns_[epoch] = info.time_ns;
@@ -484,7 +485,9 @@ void read_run(StreamReader& reader, uint32_t at, RunState* state,
                  path.c_str(), static_cast<unsigned long long>(reader.torn_offset()));
   }
   for (const DamagedSpan& span : reader.damaged()) {
-    std::string passed = span.frames_passed == 0 ? "" : ", and " + std::to_string(span.frames_passed) + " intact frames after it";
+    std::string passed = span.frames_passed == 0 ? ""
+                         : span.frames_passed == 1 ? ", and 1 intact frame after it"
+                                                   : ", and " + std::to_string(span.frames_passed) + " intact frames after it";
     if (span.resumed) {
       std::fprintf(stderr, "leakscope: warning: %s: damaged from offset %llu to %llu (%s)%s lost; read on from the key "
                    "snapshot there\n", path.c_str(), static_cast<unsigned long long>(span.begin),
@@ -494,6 +497,10 @@ void read_run(StreamReader& reader, uint32_t at, RunState* state,
                    "stream is read up to there\n", path.c_str(), static_cast<unsigned long long>(span.begin),
                    span.fault.c_str(), passed.c_str());
     }
+  }
+  if (state->snapshot_count() == 0) {
+    throw StreamError(path + ": holds no snapshot that can be read (the process ended before its first, or the first "
+                             "is damaged)");
   }
   if (at != 0 && state->snapshot_count() < at) {
     throw StreamError(path + ": has " + std::to_string(state->snapshot_count()) + " snapshots; --at " +

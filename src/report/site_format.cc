@@ -56,6 +56,7 @@ nlohmann::json run_header_json(const RunHeader& header) {
   document["pss_bytes"] = shown.pss_bytes;
   document["peak_rss_bytes"] = shown.hwm_bytes;
   document["overhead_bytes"] = shown.overhead_bytes;
+  document["peak_overhead_bytes"] = std::max(shown.peak_overhead_bytes, shown.overhead_bytes);
   document["reserved_bytes"] = shown.reserved_bytes;
   const BudgetTimes& budget = state.budget_times();
   auto seconds_or_null = [](const std::optional<uint64_t>& ns) {
@@ -93,9 +94,16 @@ std::string run_header_text(const RunHeader& header, const std::string& title) {
     out += fmt::format("reserved address space: {} (mapped PROT_NONE: not memory until made accessible)\n",
                        format_bytes(static_cast<int64_t>(shown.reserved_bytes)));
   }
-  out += fmt::format("RSS {} (peak {}) · PSS {} · leakscope's own memory {}\n",
-                     format_bytes(static_cast<int64_t>(shown.rss_bytes)), format_bytes(static_cast<int64_t>(shown.hwm_bytes)),
-                     format_bytes(static_cast<int64_t>(shown.pss_bytes)), format_bytes(static_cast<int64_t>(shown.overhead_bytes)));
+  std::string own = format_bytes(static_cast<int64_t>(shown.overhead_bytes));
+  if (shown.peak_overhead_bytes > shown.overhead_bytes) {
+    own += fmt::format(" (peak {})", format_bytes(static_cast<int64_t>(shown.peak_overhead_bytes)));
+  }
+  std::string memory = fmt::format("RSS {} (peak {}) · PSS {}", format_bytes(static_cast<int64_t>(shown.rss_bytes)),
+                                   format_bytes(static_cast<int64_t>(shown.hwm_bytes)),
+                                   format_bytes(static_cast<int64_t>(shown.pss_bytes)));
+  std::string overhead = "leakscope's own memory " + own;
+  // One line when it fits, else leakscope's own memory on a line of its own.
+  out += memory + (memory.size() + overhead.size() <= 96 ? " · " : "\n") + overhead + "\n";
   const BudgetTimes& budget = state.budget_times();
   if (budget.coarse_stacks_ns) {
     std::string text = fmt::format(

@@ -51,7 +51,13 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
       } else if (chosen.teardown != 0) {
         chosen.index = chosen.teardown;
         chosen.earlier = chosen.teardown - 1;
-        chosen.why = chosen.earlier != 0 ? "main returned; each site as of then or the snapshot before" : "main returned";
+        // main's locals are destroyed before it returns, and a snapshot may land while they are:
+        // the snapshots of the second before the mark are all looked at.
+        chosen.earliest = chosen.earlier;
+        uint64_t mark_ns = marks[chosen.teardown - 1].time_ns;
+        while (chosen.earliest > 1 && marks[chosen.earliest - 2].time_ns + kMainReturnWindowNs >= mark_ns) --chosen.earliest;
+        chosen.why = chosen.earlier != 0 ? "main returned; each site as of then or at its largest in the second before"
+                                         : "main returned";
       } else {
         chosen.index = chosen.count;
         chosen.why = chosen.last.final || chosen.last.reason == SnapshotReason::kExec

@@ -4,8 +4,8 @@
 //   (default)  the run before teardown, so that what a clean shutdown frees cannot hide a leak:
 //              the snapshot marking where exit() was called or the interpreter began finalizing
 //              (the run's last state); at the mark of main's return, main's own locals are gone
-//              already, so each site is taken from that mark or the snapshot before it, whichever
-//              holds more of it (report/judged_state.h); the final snapshot when the stream has no
+//              already, so each site is taken from that mark or from the snapshots of the second
+//              before it, where it held most (report/judged_state.h); the final snapshot when the stream has no
 //              teardown mark (a fatal signal, _exit, exec, or killed);
 //   N          the N-th snapshot, counting from 1;
 //   end        the final snapshot, after teardown.
@@ -31,9 +31,13 @@ struct SnapshotChoice {
 bool parse_snapshot_choice(const std::string& text, SnapshotChoice* choice);
 
 // The snapshot chosen in one stream, and what the stream says of how it ended.
+// How far before a main-return mark its sites are looked for at their largest (judged_state.h).
+constexpr uint64_t kMainReturnWindowNs = 1000000000;
+
 struct ChosenSnapshot {
   uint32_t index = 0;     // from 1; 0 when the stream has no snapshot
   uint32_t earlier = 0;   // a main-return mark's predecessor, whose larger sites are merged in
+  uint32_t earliest = 0;  // with the snapshots from this one to `earlier`: those of the second before the mark
   uint32_t count = 0;     // snapshots in the stream
   uint32_t teardown = 0;  // index of the teardown mark; 0 when there is none
   std::string why;        // how it was chosen: "where teardown begins (...)", "as --at asks", ...

@@ -396,7 +396,7 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
     return frames;
   }
   if (address == internal::kOverBudgetFrame) {
-    frame.function = "[stacks first seen after leakscope's memory budget was reached (max_memory)]";
+    frame.function = "[new stacks past leakscope's max_memory]";
     frames.push_back(frame);
     return frames;
   }

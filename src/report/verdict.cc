@@ -110,16 +110,17 @@ const char* verdict_name(Verdict verdict) {
   return "unknown";
 }
 
+constexpr const char* kOverBudgetReason = "every stack first seen after leakscope's memory budget was reached, counted together";
+constexpr const char* kOverBudgetRemedy = ": no one call path to judge (a larger max_memory tells them apart)";
+
 SiteJudgement judge_site(const SiteEvidence& evidence) {
   SiteJudgement judgement;
   const std::vector<SeriesPoint>& points = evidence.live_bytes;
   judgement.samples = points.size();
   judgement.leak_entropy = leak_entropy(evidence.births, evidence.now_s, evidence.epochs);
   judgement.median_birth_fraction = median_birth_fraction(evidence.births, evidence.now_s);
-  if (evidence.over_budget) {
-    judgement.reason =
-        "every stack first seen after leakscope's memory budget was reached, counted together: no one call path to "
-        "judge (a larger max_memory tells them apart)";
+  if (points.size() < kMinSamples && evidence.over_budget) {
+    judgement.reason = std::string(kOverBudgetReason) + kOverBudgetRemedy;
     return judgement;
   }
   if (points.size() < kMinSamples) {
@@ -163,6 +164,11 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
 
   if (live <= 0) {
     judgement.reason = "nothing live now";
+    return judgement;
+  }
+  // Its trend is measured like any site's, for the report to show; it judges no one call path.
+  if (evidence.over_budget) {
+    judgement.reason = std::string(kOverBudgetReason) + (decided.growing ? ", and growing" : "") + kOverBudgetRemedy;
     return judgement;
   }
   if (evidence.made_by_import) {

@@ -120,6 +120,34 @@ TEST(BadInput, StreamTooLargeForTheMachineIsOneLineError) {
   }
 }
 
+// Strings in a stream are the process's bytes (argv, paths, thread names the kernel cut inside a
+// UTF-8 character): JSON writes what is not UTF-8 as U+FFFD instead of failing.
+TEST(BadInput, BytesThatAreNotUtf8AreWrittenAsReplacementCharacters) {
+  std::string file = scratch_dir() + "/bytes.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", "/bin/sh", "-c", "true", "name\xff\xfe"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (const char* verb : {"dump", "report"}) {
+    Outcome json = leakscope({verb, "--format", "json", file});
+    ASSERT_EQ(json.exit_code, 0) << verb << ": " << json.err;
+    nlohmann::json document = nlohmann::json::parse(json.out);
+    EXPECT_EQ(document["process"]["argv"].back(), "name\xef\xbf\xbd\xef\xbf\xbd") << verb;
+  }
+  Outcome diff = leakscope({"diff", "--format", "json", file, file});
+  EXPECT_EQ(diff.exit_code, 0) << diff.err;
+}
+
+// A process killed before its first snapshot left none: an error, not a report of "snapshot 0".
+TEST(BadInput, StreamWithoutAnySnapshotIsOneLineError) {
+  std::string path = variant("no_snapshot.lsc", [](std::string& bytes) {
+    // The file header and the process frame only (its payload length is at offset 16 + 8).
+    uint32_t length = static_cast<uint8_t>(bytes[24]) | static_cast<uint8_t>(bytes[25]) << 8 |
+                      static_cast<uint8_t>(bytes[26]) << 16 | static_cast<uint32_t>(static_cast<uint8_t>(bytes[27])) << 24;
+    bytes.resize(16 + 16 + length);
+  });
+  expect_one_line_error(leakscope({"report", path}), 3, "holds no snapshot that can be read");
+  expect_one_line_error(leakscope({"dump", "--format", "json", path}), 3, "holds no snapshot that can be read");
+}
+
 TEST(BadInput, EarlierSnapshotCanBeDumped) {
   nlohmann::json first = dump(good_stream(), {"--at", "1"});
   EXPECT_EQ(first["snapshot"], 1);
@@ -172,6 +200,7 @@ TEST(RuntimeOptions, UnknownOptionDisablesTrackingWithOneLine) {
 TEST(RuntimeOptions, MalformedValueDisablesTrackingWithOneLine) {
   expect_tracking_disabled(run_preloaded("interval=banana"), "bad value 'banana' for interval");
   expect_tracking_disabled(run_preloaded("depth"), "not of the form name=value");
+  expect_tracking_disabled(run_preloaded("max_memory=1MiB"), "max_memory must be 0 (none) or at least 16MiB");
 }
 
 TEST(RuntimeOptions, UnwritableOutputDisablesTrackingWithOneLine) {

@@ -17,6 +17,12 @@ TEST(Dump, TopAndMinBytesKeepOnlyTheLargestSites) {
   EXPECT_EQ(top["sites"][0], all["sites"][0]);
   EXPECT_EQ(top["sites"][1], all["sites"][1]);
   EXPECT_EQ(top["live_bytes_by_domain"], all["live_bytes_by_domain"]) << "totals count every site";
+  EXPECT_EQ(all["sites_left_out"], 0);
+  EXPECT_EQ(top["sites_left_out"], all["sites"].size() - 2);
+  Outcome text = leakscope({"dump", "--top", "2", file});
+  EXPECT_NE(text.out.find("sites: the 2 largest shown, " + std::to_string(all["sites"].size() - 2) + " more left out"),
+            std::string::npos)
+      << text.out;
 
   int64_t second = all["sites"][1]["live_bytes"].get<int64_t>();
   size_t at_least_second = 0;

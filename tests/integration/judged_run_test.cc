@@ -309,6 +309,22 @@ TEST(JudgedRun, TorchLeakAfterImportTorchInAShortRunIsALeak) {
   for (const std::string& function : leak_functions(judged.report)) EXPECT_EQ(function, "infer");
 }
 
+// main's locals take 0.8 s to destroy as it returns, and snapshots land while they are: the
+// models are judged as they were before their teardown began, all 20 of them.
+TEST(JudgedRun, LocalsDestroyedSlowlyAsMainReturnsAreJudgedWhole) {
+  Judged judged = judge({fixture("slow_teardown_models"), "20"}, {"--min-bytes", "64KiB"});
+  ASSERT_EQ(judged.run.out, "models=20\n");
+  nlohmann::json models = group_named(judged.report, "load_model");
+  int64_t weights = 0, blocks = 0;
+  for (const auto& part : models["parts"]) {
+    if (part["live_bytes"].get<int64_t>() % (262144 * 4) != 0) continue;
+    weights += part["live_bytes"].get<int64_t>();
+    blocks += part["live_blocks"].get<int64_t>();
+  }
+  EXPECT_EQ(weights, 20 * 262144 * 4) << models.dump(1).substr(0, 2000);
+  EXPECT_EQ(blocks, 20);
+}
+
 TEST(JudgedRun, LibtorchModulesKeptUntilMainReturnsAreOneLeakOfTheLoadingFunction) {
   if (!LEAKSCOPE_HAVE_LIBTORCH) GTEST_SKIP() << "libtorch is not installed (scripts/install_deps.sh installs it)";
   if (!python_has_torch()) GTEST_SKIP() << "python3-torch is not installed (it writes the model)";

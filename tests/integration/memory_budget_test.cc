@@ -23,9 +23,9 @@ TEST(MemoryBudget, ProgramWithMoreStacksThanTheBudgetHoldsIsCountedExactlyWithin
                            std::to_string(kLevels)});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "operators=262144\n");
-  EXPECT_EQ(count_of(run.err, "own memory reached 7/8 of max_memory (32 MiB): stacks first seen from now on keep 16 frames"), 1)
+  EXPECT_EQ(count_of(run.err, "own memory reached 7/8 of max_memory=32MiB: stacks first seen from now on keep 16 frames"), 1)
       << run.err;
-  EXPECT_EQ(count_of(run.err, "own memory reached max_memory (32 MiB): allocations at stacks first seen"), 1) << run.err;
+  EXPECT_EQ(count_of(run.err, "own memory reached max_memory=32MiB: allocations at stacks first seen"), 1) << run.err;
 
   // The largest sites: those the budget made; every site still counts in the totals.
   nlohmann::json state = dump(file, {"--at", "end", "--top", "1000"});
@@ -33,7 +33,7 @@ TEST(MemoryBudget, ProgramWithMoreStacksThanTheBudgetHoldsIsCountedExactlyWithin
   for (const auto& site : state["sites"]) {
     const auto& frames = site["frames"];
     if (frames.size() == 1 && frames[0]["function"].is_string() &&
-        frames[0]["function"].get<std::string>().find("memory budget") != std::string::npos) {
+        frames[0]["function"].get<std::string>().find("past leakscope's max_memory") != std::string::npos) {
       over_budget_blocks += site["live_blocks"].get<int64_t>();
     }
     coarse_sites += frames.size() <= 16 && site["live_blocks"].get<int64_t>() > 1;
@@ -56,7 +56,7 @@ TEST(MemoryBudget, ProgramWithMoreStacksThanTheBudgetHoldsIsCountedExactlyWithin
   bool over_budget_judged = false;
   for (const auto& site : judged["sites"]) {
     const auto& function = site["frames"][0]["function"];
-    if (!function.is_string() || function.get<std::string>().find("memory budget") == std::string::npos) continue;
+    if (!function.is_string() || function.get<std::string>().find("past leakscope's max_memory") == std::string::npos) continue;
     over_budget_judged = true;
     EXPECT_EQ(site["verdict"], "unknown") << "many call paths together are not one to judge";
     EXPECT_NE(site["reason"].get<std::string>().find("counted together"), std::string::npos) << site["reason"];

@@ -246,12 +246,15 @@ bool has_frame_containing(const nlohmann::json& site, const std::string& text, s
 TEST(Torch, JitScriptInALoopIsALeakInTheCompilationUnit) {
   REQUIRE_PYTHON_TORCH();
   std::string file = scratch_dir() + "/jit.lsc";
+  // 12 s of compiling after the import: a loaded machine, where the import and each snapshot take
+  // several times longer, still has the growth over enough snapshots to judge.
   Outcome outcome = leakscope({"run", "-o", file, "--interval", "200ms", "--", kPython,
-                               fixture_source("jit_script_loop.py"), "100"});
+                               fixture_source("jit_script_loop.py"), "100", "12"});
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
-  ASSERT_EQ(outcome.out, "functions=100\n");
-  int64_t functions = 100;
-  // Sites of 100 blocks hold 20-45 KB each.
+  ASSERT_EQ(outcome.out.rfind("functions=", 0), 0u) << outcome.out;
+  int64_t functions = std::stoll(outcome.out.substr(10));
+  ASSERT_GE(functions, 100);
+  // Sites of one block per function hold 200-450 bytes per function.
   Outcome report = leakscope({"report", "--format", "json", "--top", "1000", "--min-bytes", "16KiB", file});
   ASSERT_EQ(report.exit_code, 0) << report.err;
   nlohmann::json document = nlohmann::json::parse(report.out);

@@ -61,6 +61,17 @@ TEST(Verdict, ImportsThatTakeMostOfTheRunAreStartup) {
   EXPECT_NE(j.reason.find("importing"), std::string::npos) << j.reason;
 }
 
+// The marker site of stacks past leakscope's memory budget mixes call paths: never a verdict of
+// its own, but its growth is measured and said.
+TEST(Verdict, OverBudgetSiteIsNotJudgedButItsGrowthIsShown) {
+  SiteEvidence evidence = SiteSimulator().run(60, [](int e, std::deque<Block>& live) { live.push_back({e, 1000}); });
+  evidence.over_budget = true;
+  SiteJudgement j = judge_site(evidence);
+  EXPECT_EQ(j.verdict, Verdict::kUnknown);
+  EXPECT_NEAR(j.growth_bytes_per_min, 60000, 1);
+  EXPECT_NE(j.reason.find("counted together, and growing"), std::string::npos) << j.reason;
+}
+
 TEST(Verdict, LeakWithBurstsIsALeak) {
   SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) {
     if (e % 6 == 0) live.push_back({e, 50000});

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "report/analysis.h"
 #include "report/diff_format.h"
+#include "report/json_text.h"
 
 namespace leakscope::cli {
 
@@ -15,7 +16,7 @@ int diff_command(const DiffOptions& options) {
   try {
     std::unique_ptr<report::RunAnalysis> before = report::analyze_run(options.before, analysis_options);
     std::unique_ptr<report::RunAnalysis> after = report::analyze_run(options.after, analysis_options);
-    std::string text = options.format == "json" ? report::diff_json(*before, *after, options.top).dump(2) + "\n"
+    std::string text = options.format == "json" ? report::json_text(report::diff_json(*before, *after, options.top)) + "\n"
                                                 : report::diff_text(*before, *after, options.top);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return kOk;

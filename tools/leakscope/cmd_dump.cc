@@ -33,13 +33,15 @@ int dump_command(const DumpOptions& options) {
     report::JudgedCapture capture(at);
     report::read_run(reader, at.index, &state, [&capture](const report::RunState& read) { capture.observe(read); });
     std::vector<report::JudgedSite> sites = capture.take_sites();
+    size_t all_sites = sites.size();
     keep_largest(&sites, options.top, options.min_bytes);
+    size_t left_out = all_sites - sites.size();
     report::Symbolizer symbolizer(state);
     report::RunHeader header{state, at, capture.info(), capture.live_bytes_by_domain()};
     if (options.format == "json") {
-      report::write_dump_json(header, sites, symbolizer, stdout);
+      report::write_dump_json(header, sites, left_out, symbolizer, stdout);
     } else {
-      report::write_dump_text(header, sites, symbolizer, stdout, options.frames);
+      report::write_dump_text(header, sites, left_out, symbolizer, stdout, options.frames);
     }
     return kOk;
   } catch (const report::StreamError& error) {

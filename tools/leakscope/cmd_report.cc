@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "report/analysis.h"
+#include "report/json_text.h"
 #include "report/report_format.h"
 
 namespace leakscope::cli {
@@ -20,7 +21,7 @@ int report_command(const ReportCommandOptions& options) {
     shown.min_bytes = options.min_bytes;
     shown.frames = options.frames;
     shown.fold = options.fold;
-    std::string text = options.format == "json" ? report::report_json(*analysis, shown).dump(2) + "\n"
+    std::string text = options.format == "json" ? report::json_text(report::report_json(*analysis, shown)) + "\n"
                                                 : report::report_text(*analysis, shown);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return kOk;
