@@ -152,7 +152,13 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
     switch (static_cast<SectionTag>(tag)) {
       case SectionTag::kInfo: {
         SnapshotInfo& info = last_snapshot_;
-        info.epoch = epoch = cursor.u32("epoch");
+        uint32_t closed = cursor.u32("epoch");
+        // Each snapshot closes an epoch of its own: an older one is a frame written twice or damage.
+        if (snapshot_count_ > 0 && closed <= info.epoch) {
+          throw Malformed{"closes epoch " + std::to_string(closed) + ", not after the previous snapshot's " +
+                          std::to_string(info.epoch)};
+        }
+        info.epoch = epoch = closed;
         info.time_ns = cursor.varint("time");
         info.realtime_ns = cursor.varint("wall time");
         info.reason = static_cast<SnapshotReason>(cursor.u32("reason"));

@@ -256,6 +256,22 @@ TEST(StreamReader, StackDeeperThanTheRuntimeWritesIsRefused) {
   }
 }
 
+// A snapshot frame written twice (intact, so no checksum tells) would count its changes twice.
+TEST(StreamReader, SnapshotThatDoesNotCloseALaterEpochIsRejected) {
+  Bytes first, again;
+  first.section(SectionTag::kInfo, info(3, 1000, false));
+  again.section(SectionTag::kInfo, info(3, 2000, false));
+  std::string bytes = file_header() + process_frame() + frame(FrameType::kSnapshot, first.str()) +
+                      frame(FrameType::kSnapshot, again.str());
+  try {
+    load_run(write_temp(bytes));
+    FAIL() << "a repeated epoch accepted";
+  } catch (const StreamError& error) {
+    EXPECT_NE(std::string(error.what()).find("closes epoch 3, not after the previous snapshot's 3"), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(StreamReader, EveryTruncationAndByteFlipLoadsOrFailsCleanly) {
   std::string bytes = two_snapshots();
   for (size_t length = 0; length < bytes.size(); ++length) {
