@@ -136,19 +136,16 @@ class StackFrames {
     uint32_t node_ = 0;
   };
 
-  StackFrames(const uint64_t* head, uint32_t head_depth, uint32_t tail, uint32_t depth, const std::vector<StackNode>* nodes)
-      : head_(head), head_depth_(head_depth), tail_(tail), depth_(depth), nodes_(nodes) {}
+  StackFrames(const uint64_t* head, uint32_t head_depth, uint32_t tail, const std::vector<StackNode>* nodes)
+      : head_(head), head_depth_(head_depth), tail_(tail), nodes_(nodes) {}
   iterator begin() const { return iterator(this, 0, tail_); }
   iterator end() const { return iterator(this, head_depth_, 0); }
-  uint32_t size() const { return depth_; }
-  bool empty() const { return depth_ == 0; }
   std::vector<uint64_t> to_vector() const { return std::vector<uint64_t>(begin(), end()); }
 
  private:
   const uint64_t* head_;
   uint32_t head_depth_;
   uint32_t tail_;
-  uint32_t depth_;
   const std::vector<StackNode>* nodes_;
 };
 
@@ -253,7 +250,7 @@ class RunState {
     return id < stacks_.size() && stacks_[id].depth == 1 && *frames(stacks_[id]).begin() == marker;
   }
   StackFrames frames(const Stack& stack) const {
-    return StackFrames(head_frames_.data() + stack.head_offset, stack.head_depth, stack.tail, stack.depth, &stack_nodes_);
+    return StackFrames(head_frames_.data() + stack.head_offset, stack.head_depth, stack.tail, &stack_nodes_);
   }
   const std::vector<Thread>& threads() const { return threads_; }
   // for_each_thread_part() calls visit(ThreadPart) for each thread of a triple's slot that holds
