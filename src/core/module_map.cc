@@ -73,9 +73,17 @@ int collect(struct dl_phdr_info* info, size_t size, void* data) {
     // The main program has no name in the loader's list.
     if (sys::read_link("/proc/self/exe", seen->path, sizeof(seen->path)) < 0) seen->path[0] = '\0';
   } else {
-    size_t length = strnlen(name, sizeof(seen->path) - 1);
-    memcpy(seen->path, name, length);
-    seen->path[length] = '\0';
+    // A library dlopen'd by a relative path keeps it as its name; the symbolizer needs where it
+    // is, which the working directory says now. A name without a slash is no file (the vdso).
+    size_t prefix = 0;
+    if (name[0] != '/' && strchr(name, '/') != nullptr) {
+      long cwd = sys::current_directory(seen->path, sizeof(seen->path) - 2);
+      if (cwd > 0 && seen->path[cwd - 1] != '/') seen->path[cwd++] = '/';
+      prefix = cwd > 0 ? static_cast<size_t>(cwd) : 0;
+    }
+    size_t length = strnlen(name, sizeof(seen->path) - 1 - prefix);
+    memcpy(seen->path + prefix, name, length);
+    seen->path[prefix + length] = '\0';
   }
   ModuleRecord& record = seen->record;
   record.base = info->dlpi_addr;

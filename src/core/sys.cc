@@ -73,6 +73,11 @@ long read_small_file(const char* path, char* buffer, size_t size) {
   return static_cast<long>(length);
 }
 
+long current_directory(char* buffer, size_t size) {
+  long length = checked(syscall(SYS_getcwd, buffer, size));
+  return length < 0 ? length : length - 1;  // the kernel counts the NUL
+}
+
 long read_link(const char* path, char* buffer, size_t size) {
   long length = checked(syscall(SYS_readlinkat, AT_FDCWD, path, buffer, size - 1));
   if (length >= 0) buffer[length] = '\0';

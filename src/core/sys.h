@@ -28,6 +28,10 @@ long read_small_file(const char* path, char* buffer, size_t size);
 // read_link() is readlink(2) with NUL termination; returns length or -errno.
 long read_link(const char* path, char* buffer, size_t size);
 
+// current_directory() is getcwd(2) without the libc wrapper (which may allocate); returns the
+// length of the NUL-terminated path, or -errno.
+long current_directory(char* buffer, size_t size);
+
 // move_fd_high() duplicates `fd` to the lowest free descriptor >= 900 (close-on-exec), closes the
 // original and returns the new one; programs that close or reuse low descriptors then leave it
 // alone. Returns `fd` unchanged when no high descriptor is free.

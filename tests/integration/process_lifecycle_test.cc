@@ -141,5 +141,19 @@ TEST(ProcessLifecycle, LeakInDlclosedLibraryIsStillSymbolized) {
   EXPECT_EQ(leak["frames"][1]["function"], "plugin_leak");
 }
 
+// dlopen("./plugins/libx.so") leaves the relative path as the library's name; the module map
+// keeps where it is, so the report run from anywhere still symbolizes it.
+TEST(ProcessLifecycle, LibraryOpenedByARelativePathIsSymbolized) {
+  std::string file = scratch_dir() + "/run.lsc";
+  std::string relative = std::filesystem::relative(fixture("libfixture_plugin.so")).string();
+  ASSERT_NE(relative.find('/'), std::string::npos) << relative;
+  ASSERT_NE(relative[0], '/');
+  Outcome outcome = leakscope({"run", "-o", file, "--", fixture("dlopen_leak"), relative});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  nlohmann::json leak = site_at(dump(file), "plugin_make_buffer");
+  EXPECT_EQ(leak["live_blocks"], 12);
+  EXPECT_EQ(leak["frames"][0]["module"], std::filesystem::absolute(relative).lexically_normal().string());
+}
+
 }  // namespace
 }  // namespace leakscope::testing
