@@ -26,6 +26,10 @@ void stack_capture_init(OptionUnwind mode);
 // stack_capture_has_room() first.
 int stack_capture(ThreadState* thread, uintptr_t* frames, int max_depth);
 
+// At most this many of leakscope's own frames sit above the program's (the hook, the recorder,
+// the capture), skipped before the frames asked for are counted.
+constexpr int kOwnFrameAllowance = 16;
+
 // The stack an unwind needs below the hook (libunwind's context and cursor, the frame buffers),
 // with room to spare.
 constexpr uintptr_t kCaptureStackNeed = 16 * 1024;

@@ -17,7 +17,6 @@ namespace leakscope::internal {
 namespace {
 
 constexpr int kMinTrustedFrames = 3;
-constexpr int kOwnFrameAllowance = 8;
 
 }  // namespace
 

@@ -16,8 +16,6 @@ uintptr_t g_own_code_end = 0;
 
 OptionUnwind g_mode = OptionUnwind::kLibunwind;
 
-// At most this many of our own frames sit above the program's: hook, recorder, capture.
-constexpr int kOwnFrameAllowance = 8;
 
 int find_own_code(struct dl_phdr_info* info, size_t, void* data) {
   uintptr_t probe = reinterpret_cast<uintptr_t>(data);
