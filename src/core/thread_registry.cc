@@ -13,8 +13,29 @@ __thread leakscope::internal::ThreadState* leakscope_tls_thread = nullptr;
 namespace leakscope::internal {
 namespace {
 
-// kMaxThreadSlots entries each, mapped once; pages are touched as slots come into use.
-ThreadRecord* g_records = nullptr;
+// Records come in blocks of kRecordsPerBlock, made as slots come into use (a process runs a few
+// threads, not kMaxThreadSlots); blocks never move, so a record is read without the lock.
+constexpr uint32_t kRecordBlockShift = 10;
+constexpr uint32_t kRecordsPerBlock = 1u << kRecordBlockShift;
+constinit std::atomic<ThreadRecord*> g_record_blocks[kMaxThreadSlots / kRecordsPerBlock] = {};
+
+ThreadRecord& record_at(uint32_t slot) {
+  return g_record_blocks[slot >> kRecordBlockShift].load(std::memory_order_acquire)[slot & (kRecordsPerBlock - 1)];
+}
+
+// ensure_record_block() makes the block that holds `slot`; false when memory is exhausted.
+bool ensure_record_block(uint32_t slot) {
+  std::atomic<ThreadRecord*>& block = g_record_blocks[slot >> kRecordBlockShift];
+  if (block.load(std::memory_order_acquire) != nullptr) return true;
+  auto* fresh = static_cast<ThreadRecord*>(internal_alloc(kRecordsPerBlock * sizeof(ThreadRecord)));
+  if (fresh == nullptr) return false;
+  ThreadRecord* expected = nullptr;
+  if (!block.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
+    internal_free(fresh, kRecordsPerBlock * sizeof(ThreadRecord));
+  }
+  return true;
+}
+
 ThreadState** g_states = nullptr;  // the state of each slot, kept for the slot's next thread
 uint32_t* g_free_slots = nullptr;  // released slots, a stack
 uint32_t g_free_count = 0;
@@ -36,13 +57,14 @@ void read_own_name(char* name) {
 // released once the kernel has forgotten the thread.
 void on_thread_exit(void* data) {
   auto* state = static_cast<ThreadState*>(data);
-  ThreadRecord& record = g_records[raw(state->slot)];
+  ThreadRecord& record = record_at(raw(state->slot));
   read_own_name(record.exit_name);
   record.exited.store(true, std::memory_order_release);
 }
 
 // claim_slot() takes a released slot, or a new one for `fresh` (a state allocated beforehand, as
-// nothing is allocated under the lock); false with *state null when a new slot needs `fresh`.
+// nothing is allocated under the lock); true with *state null when a new slot needs `fresh` or
+// the record block of *slot made first; false when every slot is taken.
 bool claim_slot(ThreadState*& fresh, uint32_t* slot, ThreadState** state, uint32_t* incarnation, pid_t tid) {
   SpinLockGuard guard(g_register_lock);
   if (g_free_count > 0) {
@@ -51,16 +73,17 @@ bool claim_slot(ThreadState*& fresh, uint32_t* slot, ThreadState** state, uint32
   } else if (g_slot_end >= kMaxThreadSlots) {
     *state = nullptr;
     return false;
-  } else if (fresh == nullptr) {
+  } else if (fresh == nullptr || g_record_blocks[g_slot_end >> kRecordBlockShift].load(std::memory_order_relaxed) == nullptr) {
+    *slot = g_slot_end;
     *state = nullptr;
-    return true;  // come back with a state
+    return true;  // come back with a state and the block
   } else {
     *slot = g_slot_end++;
     *state = g_states[*slot] = fresh;
     fresh = nullptr;
   }
   *incarnation = g_next_incarnation++;
-  ThreadRecord& record = g_records[*slot];
+  ThreadRecord& record = record_at(*slot);
   record.tid = tid;
   record.exit_name[0] = '\0';
   record.given_name[0] = '\0';
@@ -70,15 +93,19 @@ bool claim_slot(ThreadState*& fresh, uint32_t* slot, ThreadState** state, uint32
 }
 
 LS_NOINLINE ThreadState* thread_register() {
-  if (g_records == nullptr) return nullptr;
+  if (g_states == nullptr) return nullptr;
   pid_t tid = sys::get_tid();
   ThreadState* fresh = nullptr;
   ThreadState* state = nullptr;
   uint32_t slot = 0;
   uint32_t incarnation = 0;
   while (claim_slot(fresh, &slot, &state, &incarnation, tid) && state == nullptr) {
-    fresh = static_cast<ThreadState*>(internal_alloc(sizeof(ThreadState)));
+    if (fresh == nullptr) fresh = static_cast<ThreadState*>(internal_alloc(sizeof(ThreadState)));
     if (fresh == nullptr) return nullptr;
+    if (!ensure_record_block(slot)) {
+      internal_free(fresh, sizeof(ThreadState));
+      return nullptr;
+    }
   }
   if (fresh != nullptr) internal_free(fresh, sizeof(ThreadState));  // a slot was released meanwhile
   if (state == nullptr) return nullptr;  // every slot is taken
@@ -94,10 +121,9 @@ LS_NOINLINE ThreadState* thread_register() {
 }  // namespace
 
 bool thread_registry_init() {
-  g_records = static_cast<ThreadRecord*>(internal_alloc(kMaxThreadSlots * sizeof(ThreadRecord)));
   g_states = static_cast<ThreadState**>(internal_alloc(kMaxThreadSlots * sizeof(ThreadState*)));
   g_free_slots = static_cast<uint32_t*>(internal_alloc(kMaxThreadSlots * sizeof(uint32_t)));
-  if (g_records == nullptr || g_states == nullptr || g_free_slots == nullptr) return false;
+  if (g_states == nullptr || g_free_slots == nullptr) return false;
   g_exit_key_ready = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
   return true;
 }
@@ -116,7 +142,7 @@ uint32_t thread_slot_end() {
 bool thread_slot_read(ThreadSlot slot, ThreadRecordCopy* copy) {
   SpinLockGuard guard(g_register_lock);
   if (raw(slot) == 0 || raw(slot) >= g_slot_end) return false;
-  const ThreadRecord& record = g_records[raw(slot)];
+  const ThreadRecord& record = record_at(raw(slot));
   copy->incarnation = record.incarnation;
   copy->tid = record.tid;
   copy->exited = record.exited.load(std::memory_order_acquire);
@@ -127,7 +153,7 @@ bool thread_slot_read(ThreadSlot slot, ThreadRecordCopy* copy) {
 
 void thread_give_name(ThreadState* state, const char* name) {
   SpinLockGuard guard(g_register_lock);
-  char* given = g_records[raw(state->slot)].given_name;
+  char* given = record_at(raw(state->slot)).given_name;
   size_t length = strnlen(name, kGivenThreadNameSize - 1);
   // A longer name is cut where a UTF-8 character begins.
   if (name[length] != '\0') {
@@ -139,8 +165,8 @@ void thread_give_name(ThreadState* state, const char* name) {
 
 void thread_slot_release(ThreadSlot slot, uint32_t incarnation) {
   SpinLockGuard guard(g_register_lock);
-  if (raw(slot) == 0 || raw(slot) >= g_slot_end || g_records[raw(slot)].incarnation != incarnation) return;
-  g_records[raw(slot)].incarnation = 0;
+  if (raw(slot) == 0 || raw(slot) >= g_slot_end || record_at(raw(slot)).incarnation != incarnation) return;
+  record_at(raw(slot)).incarnation = 0;
   g_free_slots[g_free_count++] = raw(slot);
 }
 
@@ -152,7 +178,7 @@ void thread_registry_after_fork_child() {
   ThreadState* self = leakscope_tls_thread;
   for (uint32_t slot = 1; slot < g_slot_end; ++slot) {
     if (self != nullptr && raw(self->slot) == slot) continue;
-    ThreadRecord& record = g_records[slot];
+    ThreadRecord& record = record_at(slot);
     if (record.incarnation != 0 && !record.exited.load(std::memory_order_relaxed)) {
       record.exit_name[0] = '\0';
       record.exited.store(true, std::memory_order_release);
@@ -160,7 +186,7 @@ void thread_registry_after_fork_child() {
   }
   if (self != nullptr) {
     self->tid = sys::get_tid();
-    g_records[raw(self->slot)].tid = self->tid;
+    record_at(raw(self->slot)).tid = self->tid;
   }
 }
 
