@@ -15,6 +15,8 @@
 
 namespace leakscope::internal {
 
+struct ThreadState;
+
 // interpreter_attach() looks for an interpreter in the process, in the global scope and, when
 // `handle` is a library dlopen() just returned, in that library; once it finds one it registers
 // what the runtime watches and reads, and later calls return at once. Called at start and after
@@ -22,14 +24,23 @@ namespace leakscope::internal {
 // Thread-safe. Allocates nothing through the hooked malloc.
 void interpreter_attach(void* handle);
 
-// interpreter_merge_frames() rewrites the native stack `frames` (innermost first, `depth` of
-// them, room for kMaxStackDepth) so that the interpreted frames running on this thread stand
-// where the interpreter's evaluation frames are, the interpreter's own call machinery between
-// them is left out, and the interpreted callers beyond what was unwound follow as the outermost;
-// returns the new depth, at most `max_depth` (docs/PYTHON.md: what is kept when they do not all
-// fit). Interpreted frames are tagged (stream_format.h, kInterpretedFrameTag). A thread that runs
-// no interpreted code now keeps its stack as it is. Called in the record step.
-int interpreter_merge_frames(uintptr_t* frames, int depth, int max_depth);
+// What the recorder asks of a stack.
+struct StackRequest {
+  int depth;                // frames kept at most
+  int startup_depth;        // innermost frames kept of a start-up stack; 0 keeps those whole
+  uint64_t startup_marker;  // the native start-up phase the thread is in (startup_phase.h), or 0
+};
+
+// interpreter_capture_stack() captures the calling thread's stack into `frames` (room for
+// kMaxStackDepth) when it runs interpreted code, and returns its depth; -1 when it runs none (the
+// recorder then captures a native stack). The interpreted frames stand where the interpreter's
+// evaluation frames are, the interpreter's own call machinery between them is left out, and the
+// interpreted callers beyond what was unwound follow as the outermost (docs/PYTHON.md: what is
+// kept when they do not all fit). Interpreted frames are tagged (stream_format.h,
+// kInterpretedFrameTag). A start-up stack (a native start-up phase, or an import of interpreted
+// code) is cut as startup_stack_cut() says, the code that imports (`import torch` and its
+// interpreted callers) after the marker. Called in the record step.
+int interpreter_capture_stack(ThreadState* thread, const StackRequest& request, uintptr_t* frames);
 
 // One entry of the interpreted-code table: what a tagged frame's code id names.
 struct InterpretedCode {

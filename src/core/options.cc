@@ -101,6 +101,11 @@ bool validate(const Options& options, char* error, size_t error_size) {
              static_cast<long long>(options.depth));
     return false;
   }
+  if (options.startup_depth < 0 || options.startup_depth > 128) {
+    snprintf(error, error_size, "LEAKSCOPE_OPTIONS: startup_depth=%lld is outside 0..128",
+             static_cast<long long>(options.startup_depth));
+    return false;
+  }
   if (options.interval < 10000000ull) {
     snprintf(error, error_size, "LEAKSCOPE_OPTIONS: interval must be at least 10ms");
     return false;

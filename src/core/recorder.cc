@@ -9,6 +9,7 @@
 #include "core/sampler.h"
 #include "core/stack_capture.h"
 #include "core/stack_depot.h"
+#include "core/startup_phase.h"
 #include "core/stream_format.h"
 #include "core/thread_registry.h"
 #include "core/triple_registry.h"
@@ -17,6 +18,7 @@ namespace leakscope::internal {
 namespace {
 
 int g_depth = 64;  // the option's default until recorder_set_depth()
+int g_startup_depth = 1;  // likewise, recorder_set_startup_depth(); 0: start-up stacks whole
 constinit std::atomic<uint64_t> g_reserved_bytes{0};  // PROT_NONE bytes mapped and not committed
 
 // triple_cache_key() packs a (domain, task, stack) key for the per-thread cache; 0 = uncachable.
@@ -52,8 +54,6 @@ TripleEntry* triple_for(ThreadState* thread, Domain domain, StackId stack) {
   return triple;
 }
 
-// captured_stack() captures and interns the caller's stack; its frame buffer lives here, apart,
-// so that a recorder call on a small signal stack never reserves it.
 // budgeted_stack() is the stack id once the memory budget is near or reached: a known stack keeps
 // its id; a new one is cut to kBudgetStackDepth frames, and once only counting, is the cut one if
 // known, else the over-budget marker.
@@ -65,10 +65,21 @@ StackId budgeted_stack(const uintptr_t* frames, int depth, BudgetStage stage) {
   return over_budget_stack();
 }
 
-LS_NOINLINE StackId captured_stack(ThreadState* thread) {
+// captured_stack() captures and interns the caller's stack; its frame buffer lives here, apart,
+// so that a recorder call on a small signal stack never reserves it.
+// A stack made during start-up is unwound only as deep as it is kept; a block of
+// kStartupWholeStackBytes or more keeps its whole stack (such blocks are few, and they are the
+// weights and tables a reader wants named).
+LS_NOINLINE StackId captured_stack(ThreadState* thread, size_t size) {
   uintptr_t frames[kMaxStackDepth];
-  int depth = stack_capture(thread, frames, g_depth);
-  depth = interpreter_merge_frames(frames, depth, g_depth);
+  bool cut = g_startup_depth != 0 && size < kStartupWholeStackBytes;
+  StackRequest request{g_depth, cut ? g_startup_depth : 0, cut ? startup_phase_marker() : 0};
+  int depth = interpreter_capture_stack(thread, request, frames);
+  if (depth < 0) {
+    bool startup = request.startup_marker != 0;
+    depth = stack_capture(thread, frames, startup ? g_startup_depth : g_depth);
+    if (startup) depth = startup_stack_cut(frames, depth, depth, request.startup_marker, depth, depth, g_depth);
+  }
   BudgetStage stage = memory_budget_stage();
   if (LS_LIKELY(stage == BudgetStage::kWithin)) return depot_intern(frames, depth);
   return budgeted_stack(frames, depth, stage);
@@ -76,13 +87,13 @@ LS_NOINLINE StackId captured_stack(ThreadState* thread) {
 
 // current_triple() captures the caller's stack and returns its triple, or nullptr. On an
 // alternate signal stack too small for an unwind the stack is the one kSmallSignalStackFrame.
-TripleEntry* current_triple(Domain domain, ThreadState* thread) {
+TripleEntry* current_triple(Domain domain, ThreadState* thread, size_t size) {
   if (thread == nullptr) return nullptr;
   if (LS_UNLIKELY(!stack_capture_has_room(thread))) {
     uintptr_t marker = kSmallSignalStackFrame;
     return triple_for(thread, domain, depot_intern(&marker, 1));
   }
-  return triple_for(thread, domain, captured_stack(thread));
+  return triple_for(thread, domain, captured_stack(thread, size));
 }
 
 void count_freed(const AllocRecord& record, Epoch now) {
@@ -159,10 +170,12 @@ void recorder_restore_range(const TakenRange& taken) {
 
 void recorder_set_depth(int depth) { g_depth = depth < 1 ? 1 : depth > kMaxStackDepth ? kMaxStackDepth : depth; }
 
+void recorder_set_startup_depth(int depth) { g_startup_depth = depth < 0 ? 0 : depth > g_depth ? g_depth : depth; }
+
 void recorder_alloc(Domain domain, void* pointer, size_t size) {
   ThreadState* thread = thread_current();
   if (thread == nullptr || (sampler_enabled() && !sampler_take(thread, size))) return;
-  TripleEntry* triple = current_triple(domain, thread);
+  TripleEntry* triple = current_triple(domain, thread, size);
   if (triple == nullptr) return;
   SampleWeight weight = sample_weight(size);
   triple_record_alloc(triple, weight.bytes, weight.blocks);
@@ -192,7 +205,7 @@ void recorder_map(Domain domain, uintptr_t begin, size_t length, bool reserved) 
     }
     return;
   }
-  TripleEntry* triple = current_triple(domain, thread_current());
+  TripleEntry* triple = current_triple(domain, thread_current(), length);
   if (triple == nullptr) return;
   triple_record_alloc(triple, length, 1);  // mappings are few: always recorded, never sampled
   interval_map_insert(Interval{begin, begin + length, static_cast<TripleId>(triple->id), epoch_current()});

@@ -83,6 +83,11 @@ void recorder_restore_range(const TakenRange& taken);
 // recorder_set_depth() sets the frames kept per stack (1..kMaxStackDepth).
 void recorder_set_depth(int depth);
 
+// recorder_set_startup_depth() sets the innermost frames kept of a stack made during start-up
+// (startup_phase.h, imports of interpreted code included), at most the depth; 0 keeps such stacks
+// whole. Call after recorder_set_depth().
+void recorder_set_startup_depth(int depth);
+
 }  // namespace leakscope::internal
 
 #endif  // LEAKSCOPE_CORE_RECORDER_H_

@@ -433,6 +433,7 @@ void runtime_init(RealFunctionResolver resolve_real_functions) {
   } else if (ok && init_tables(error, sizeof(error))) {
     memory_budget_set(g_options.max_memory);
     recorder_set_depth(static_cast<int>(g_options.depth));
+    recorder_set_startup_depth(static_cast<int>(g_options.startup_depth));
     sampler_set_interval(g_options.sample);
     stack_capture_init(g_options.unwind);
     module_map_refresh(epoch_current(), true);

@@ -96,6 +96,15 @@ constexpr uint64_t kSmallSignalStackFrame = 1;
 // memory reached its budget (max_memory, docs/RUNTIME.md): counted, not told apart.
 constexpr uint64_t kOverBudgetFrame = 2;
 
+// A stack of an allocation made during start-up is cut (the startup_depth option, docs/RUNTIME.md):
+// its innermost frames, then one of these markers saying what was starting, then the code that
+// started it when an interpreter tells (the Python code that imports).
+constexpr uint64_t kBeforeMainFrame = 3;   // the program's and its libraries' initializers
+constexpr uint64_t kLibraryLoadFrame = 4;  // dlopen: a library's initializers
+constexpr uint64_t kImportFrame = 5;       // an import of interpreted code
+// A block this large keeps its whole stack, start-up or not.
+constexpr uint64_t kStartupWholeStackBytes = 64 * 1024;
+
 // Frames kept of a stack first seen once leakscope's own memory neared its budget.
 constexpr int kBudgetStackDepth = 16;
 

@@ -6,6 +6,7 @@
 
 #include "core/internal_alloc.h"
 #include "core/spin_lock.h"
+#include "core/startup_phase.h"
 #include "core/sys.h"
 
 __thread leakscope::internal::ThreadState* leakscope_tls_thread = nullptr;
@@ -114,6 +115,7 @@ LS_NOINLINE ThreadState* thread_register() {
   state->incarnation = incarnation;
   state->tid = tid;
   leakscope_tls_thread = state;
+  if (tid != sys::get_pid()) startup_phase_second_thread();
   if (g_exit_key_ready) pthread_setspecific(g_exit_key, state);
   return state;
 }

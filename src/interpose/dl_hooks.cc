@@ -9,6 +9,7 @@
 #include "core/interpreter.h"
 #include "core/module_map.h"
 #include "core/runtime.h"
+#include "core/startup_phase.h"
 #include "core/sys.h"
 #include "interpose/hooks.h"
 
@@ -36,7 +37,9 @@ void* handle_dlopen(const char* file, int mode) {
       sys::write_stderr("leakscope: note: RTLD_DEEPBIND dropped from dlopen so that the library's allocations stay visible\n");
     }
   }
+  startup_phase_library_load_begins();
   void* handle = g_real.dlopen(file, mode);
+  startup_phase_library_load_ends();
   if (handle != nullptr) refresh_modules(handle);
   return handle;
 }

@@ -18,6 +18,7 @@
 
 #include "core/interpreter.h"
 #include "core/runtime.h"
+#include "core/startup_phase.h"
 #include "core/types.h"
 #include "interpose/hook_guard.h"
 #include "interpose/real_functions.h"
@@ -38,6 +39,7 @@ MainFunction g_program_main = nullptr;
 
 // main_then_mark_teardown() runs the program's main; what follows its return is teardown.
 int main_then_mark_teardown(int argc, char** argv, char** envp) {
+  startup_phase_main_begins();
   int status = g_program_main(argc, argv, envp);
   runtime_mark_teardown(SnapshotReason::kMainReturned);
   return status;

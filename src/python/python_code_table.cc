@@ -27,12 +27,17 @@ struct PythonCode {
   uint32_t file_length;
   uint32_t table_length;
   uint32_t table_format;
+  bool imports;
   const char* name;
   const char* file;
   const uint8_t* table;
 };
 
 constinit InternTable<PythonCode> g_codes;
+
+// The file names CPython gives its frozen import machinery (3.10-3.13): _bootstrap and
+// _bootstrap_external.
+constexpr char kImportMachineryFile[] = "<frozen importlib._bootstrap";
 
 uintptr_t name_object_of(const PythonLayout& layout, uintptr_t code) {
   return read_field<uintptr_t>(code, layout.code_qualname != 0 ? layout.code_qualname : layout.code_name);
@@ -67,6 +72,8 @@ PythonCode* make_entry(const PythonLayout& layout, const PythonTypes& types, uin
   entry->table = table_copy;
   entry->table_length = static_cast<uint32_t>(table_length);
   entry->table_format = layout.line_table_format;
+  entry->imports = file_length >= sizeof(kImportMachineryFile) - 1 &&
+                   memcmp(file_text, kImportMachineryFile, sizeof(kImportMachineryFile) - 1) == 0;
   return entry;
 }
 
@@ -74,7 +81,7 @@ PythonCode* make_entry(const PythonLayout& layout, const PythonTypes& types, uin
 
 bool python_code_table_init() { return g_codes.ready() || g_codes.init(10); }
 
-uint32_t python_code_id(const PythonLayout& layout, const PythonTypes& types, uintptr_t code) {
+uint32_t python_code_id(const PythonLayout& layout, const PythonTypes& types, uintptr_t code, bool* imports) {
   uintptr_t filename = read_field<uintptr_t>(code, layout.code_filename);
   uintptr_t name = name_object_of(layout, code);
   int32_t first_line = read_field<int32_t>(code, layout.code_first_line);
@@ -83,10 +90,14 @@ uint32_t python_code_id(const PythonLayout& layout, const PythonTypes& types, ui
     return entry->code == code && entry->filename_object == filename && entry->name_object == name &&
            entry->first_line == first_line;
   };
-  if (const PythonCode* known = g_codes.find(hash, matches)) return known->id;
-  PythonCode* entry = g_codes.find_or_insert(
-      hash, matches, [&] { return make_entry(layout, types, code, filename, name, first_line); });
-  return entry != nullptr && entry->id < kInterpretedCodeIdLimit ? entry->id : 0;
+  const PythonCode* entry = g_codes.find(hash, matches);
+  if (entry == nullptr) {
+    entry = g_codes.find_or_insert(hash, matches,
+                                   [&] { return make_entry(layout, types, code, filename, name, first_line); });
+  }
+  if (entry == nullptr || entry->id >= kInterpretedCodeIdLimit) return 0;
+  *imports = entry->imports;
+  return entry->id;
 }
 
 uint32_t interpreter_code_end() { return g_codes.ready() ? g_codes.end_id() : 1; }

@@ -24,10 +24,11 @@ struct PythonTypes {
 bool python_code_table_init();
 
 // python_code_id() is the id of the code object at `code` (a PyCodeObject, checked by the
-// caller), interning it on first sight; 0 when memory is exhausted. Lock-free for codes seen
+// caller), interning it on first sight; 0 when memory is exhausted. `*imports` says whether the
+// code is the interpreter's import machinery (importlib's bootstrap). Lock-free for codes seen
 // before. Called on the thread whose frame runs the code, with or without the GIL: the frame keeps
 // the code and the strings that name it alive, and they never change.
-uint32_t python_code_id(const PythonLayout& layout, const PythonTypes& types, uintptr_t code);
+uint32_t python_code_id(const PythonLayout& layout, const PythonTypes& types, uintptr_t code, bool* imports);
 
 }  // namespace leakscope::internal
 

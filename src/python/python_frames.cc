@@ -8,6 +8,8 @@
 #include <atomic>
 
 #include "core/interpreter.h"
+#include "core/stack_capture.h"
+#include "core/startup_phase.h"
 #include "core/stream_format.h"
 #include "core/types.h"
 #include "python/python_code_table.h"
@@ -47,6 +49,7 @@ struct PythonStack {
   int frame_count = 0;
   int call_ends[kMaxPythonFrames];  // call i holds frames [call_ends[i-1], call_ends[i])
   int call_count = 0;
+  int outermost_import = -1;  // the outermost frame of the import machinery, when importing
   bool cut = false;  // the chain was longer than what is read of it
   bool own = false;  // read from this thread's own state, not the running one (GIL released)
 
@@ -124,8 +127,12 @@ void walk(PythonStack* stack) {
       bool started = layout.code_first_traceable == 0 ? offset >= 0
                                                       : owner == kFrameOwnedByGenerator ||
                                                             offset >= 2 * int64_t{read_field<int32_t>(code, layout.code_first_traceable)};
-      uint32_t id = started && offset < (int64_t{1} << 32) ? python_code_id(layout, w.types, code) : 0;
-      if (id != 0) stack->frames[stack->frame_count++] = PythonStack::Frame{id, static_cast<uint32_t>(offset)};
+      bool imports = false;
+      uint32_t id = started && offset < (int64_t{1} << 32) ? python_code_id(layout, w.types, code, &imports) : 0;
+      if (id != 0) {
+        if (imports) stack->outermost_import = stack->frame_count;
+        stack->frames[stack->frame_count++] = PythonStack::Frame{id, static_cast<uint32_t>(offset)};
+      }
     }
     if (entry) stack->end_call();
     frame = next;
@@ -139,6 +146,84 @@ void walk(PythonStack* stack) {
 bool in_eval(uintptr_t address) { return address > g_walker.eval_begin && address <= g_walker.eval_end; }
 bool in_interpreter(uintptr_t address) {
   return address >= g_walker.interpreter_begin && address < g_walker.interpreter_end;
+}
+
+// A stack with the Python frames put in: innermost first, before any cut to the depth.
+struct MergedStack {
+  uintptr_t frames[kMaxStackDepth + kMaxPythonFrames];
+  int count = 0;
+  int outermost_python = -1;  // index of the outermost Python frame
+  int import_callers = -1;    // index of the first frame outward of the outermost import frame
+};
+
+// merge() puts the frames of `python` into the native stack `frames` (interpreter_capture_stack);
+// false when they are not this stack's.
+bool merge(const PythonStack& python, const uintptr_t* frames, int depth, MergedStack* merged) {
+  // Each evaluation frame unwound is one call of the chain, innermost first; a subinterpreter's
+  // chain covers the innermost calls only. Read from this thread's own state while it has
+  // released the GIL, more calls unwound than the chain has mean the chain is not this stack's
+  // (a subinterpreter ran the code above it), and the stack stays native.
+  if (python.own && !python.cut) {
+    int evals = 0;
+    for (int i = 0; i < depth; ++i) evals += in_eval(frames[i]) ? 1 : 0;
+    if (evals > python.call_count) return false;
+  }
+  int call = 0;
+  auto put_call = [&](int index) {
+    for (int f = python.call_begin(index); f < python.call_ends[index]; ++f) {
+      merged->outermost_python = merged->count;
+      merged->frames[merged->count++] = interpreted_frame(python.frames[f].code_id, python.frames[f].offset);
+      if (f == python.outermost_import) merged->import_callers = merged->count;
+    }
+  };
+  for (int i = 0; i < depth; ++i) {
+    uintptr_t address = frames[i];
+    if (in_eval(address)) {
+      if (call < python.call_count) put_call(call++);
+      continue;
+    }
+    if (call > 0 && in_interpreter(address)) continue;  // the interpreter's call machinery
+    merged->frames[merged->count++] = address;
+  }
+  // The calls beyond what was unwound (the capture's depth, or an unwind that stopped) are the
+  // callers of those above, in order: they follow as the outermost, without the native frames
+  // between them.
+  while (call < python.call_count) put_call(call++);
+  return true;
+}
+
+// cut_to_depth() writes `merged` into `frames`, at most `max_depth` of them, and returns how many.
+// What follows the outermost Python frame is the interpreter's start (Py_RunMain, main): the
+// first to go when the stack is too deep. Then the innermost frames are kept, and the Python
+// callers after them, up to half the depth.
+int cut_to_depth(const MergedStack& merged, uintptr_t* frames, int max_depth) {
+  int count = merged.count;
+  if (count > max_depth && merged.outermost_python >= 0) count = merged.outermost_python + 1;
+  if (count <= max_depth) {
+    for (int i = 0; i < count; ++i) frames[i] = merged.frames[i];
+    return count;
+  }
+  int python_frames = 0;
+  for (int i = 0; i < count; ++i) python_frames += (merged.frames[i] & kInterpretedFrameTag) != 0 ? 1 : 0;
+  int reserved = python_frames < max_depth / 2 ? python_frames : max_depth / 2;
+  int kept = max_depth - reserved;
+  for (int i = 0; i < kept; ++i) frames[i] = merged.frames[i];
+  for (int i = kept; i < count && kept < max_depth; ++i) {
+    if ((merged.frames[i] & kInterpretedFrameTag) != 0) frames[kept++] = merged.frames[i];
+  }
+  return kept;
+}
+
+// cut_startup() writes the start-up stack of `merged` into `frames`: its innermost frames, the
+// marker, and the Python code that imports (or, outside an import, the Python callers of what is
+// starting), without the interpreter's start below it.
+int cut_startup(MergedStack& merged, const StackRequest& request, uint64_t marker, uintptr_t* frames) {
+  int kept = merged.count < request.startup_depth ? merged.count : request.startup_depth;
+  int from = merged.import_callers > kept ? merged.import_callers : kept;
+  int depth = startup_stack_cut(merged.frames, merged.count, kept, marker, from, merged.outermost_python + 1,
+                                request.depth);
+  for (int i = 0; i < depth; ++i) frames[i] = merged.frames[i];
+  return depth;
 }
 
 }  // namespace
@@ -172,60 +257,22 @@ bool python_frames_attach(void* scope, int minor, const uint8_t* runtime) {
   return true;
 }
 
-int interpreter_merge_frames(uintptr_t* frames, int depth, int max_depth) {
-  if (!g_active.load(std::memory_order_acquire)) return depth;
+int interpreter_capture_stack(ThreadState* thread, const StackRequest& request, uintptr_t* frames) {
+  if (!g_active.load(std::memory_order_acquire)) return -1;
   PythonStack python;
   walk(&python);
-  if (python.frame_count == 0) return depth;
-  // Each evaluation frame unwound is one call of the chain, innermost first; a subinterpreter's
-  // chain covers the innermost calls only. Read from this thread's own state while it has
-  // released the GIL, more calls unwound than the chain has mean the chain is not this stack's
-  // (a subinterpreter ran the code above it), and the stack stays native.
-  if (python.own && !python.cut) {
-    int evals = 0;
-    for (int i = 0; i < depth; ++i) evals += in_eval(frames[i]) ? 1 : 0;
-    if (evals > python.call_count) return depth;
+  if (python.frame_count == 0) return -1;
+  uint64_t marker = request.startup_marker != 0 ? request.startup_marker
+                    : python.outermost_import >= 0 ? kImportFrame
+                                                   : 0;
+  bool startup = request.startup_depth != 0 && marker != 0;
+  // A start-up stack keeps few native frames: the code that imports comes from the chain.
+  int depth = stack_capture(thread, frames, startup ? request.startup_depth : request.depth);
+  MergedStack merged;
+  if (!merge(python, frames, depth, &merged)) {
+    return startup ? startup_stack_cut(frames, depth, depth, marker, depth, depth, request.depth) : depth;
   }
-  uintptr_t merged[kMaxStackDepth + kMaxPythonFrames];
-  int count = 0;
-  int call = 0;
-  int outermost_python = -1;
-  auto put_call = [&](int index) {
-    for (int f = python.call_begin(index); f < python.call_ends[index]; ++f) {
-      outermost_python = count;
-      merged[count++] = interpreted_frame(python.frames[f].code_id, python.frames[f].offset);
-    }
-  };
-  for (int i = 0; i < depth; ++i) {
-    uintptr_t address = frames[i];
-    if (in_eval(address)) {
-      if (call < python.call_count) put_call(call++);
-      continue;
-    }
-    if (call > 0 && in_interpreter(address)) continue;  // the interpreter's call machinery
-    merged[count++] = address;
-  }
-  // The calls beyond what was unwound (the capture's depth, or an unwind that stopped) are the
-  // callers of those above, in order: they follow as the outermost, without the native frames
-  // between them.
-  while (call < python.call_count) put_call(call++);
-  // What follows the outermost Python frame is the interpreter's start (Py_RunMain, main): the
-  // first to go when the stack is too deep. Then the innermost frames are kept, and the Python
-  // callers after them, up to half the depth.
-  if (count > max_depth && outermost_python >= 0) count = outermost_python + 1;
-  if (count <= max_depth) {
-    for (int i = 0; i < count; ++i) frames[i] = merged[i];
-    return count;
-  }
-  int python_frames = 0;
-  for (int i = 0; i < count; ++i) python_frames += (merged[i] & kInterpretedFrameTag) != 0 ? 1 : 0;
-  int reserved = python_frames < max_depth / 2 ? python_frames : max_depth / 2;
-  int kept = max_depth - reserved;
-  for (int i = 0; i < kept; ++i) frames[i] = merged[i];
-  for (int i = kept; i < count && kept < max_depth; ++i) {
-    if ((merged[i] & kInterpretedFrameTag) != 0) frames[kept++] = merged[i];
-  }
-  return kept;
+  return startup ? cut_startup(merged, request, marker, frames) : cut_to_depth(merged, frames, request.depth);
 }
 
 }  // namespace leakscope::internal

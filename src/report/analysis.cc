@@ -13,6 +13,26 @@
 namespace leakscope::report {
 namespace {
 
+// startup_phase_of() is the start-up phase stack `stack` was made in: the runtime's marker when it
+// cut the stack, else (whole stacks) whether it runs Python's import machinery.
+StartupPhase startup_phase_of(const RunState& state, Symbolizer& symbolizer, uint32_t stack) {
+  switch (state.startup_marker(stack)) {
+    case internal::kImportFrame: return StartupPhase::kImport;
+    case internal::kLibraryLoadFrame: return StartupPhase::kLibraryLoad;
+    case internal::kBeforeMainFrame: return StartupPhase::kBeforeMain;
+    default: break;
+  }
+  return symbolizer.runs_python_function(stack, "_find_and_load", "<frozen importlib._bootstrap") ? StartupPhase::kImport
+                                                                                                 : StartupPhase::kNone;
+}
+
+// joint_phase() is the phase of a group whose parts were made in `a` and `b`: none unless both
+// were made in one.
+StartupPhase joint_phase(StartupPhase a, StartupPhase b) {
+  if (a == StartupPhase::kNone || b == StartupPhase::kNone) return StartupPhase::kNone;
+  return a == b ? a : StartupPhase::kSeveral;
+}
+
 // Untracked growth must be at least this share of RSS growth, and this fast, to be reported.
 constexpr double kMinUntrackedShare = 0.5;
 constexpr double kMinUntrackedBytesPerMin = 256 * 1024;
@@ -225,10 +245,10 @@ void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& key
     }
     std::vector<std::vector<SeriesPoint>> series_parts;
     SiteEvidence evidence;
-    evidence.made_by_import = true;
+    evidence.made_during = analysis.sites[group.parts[0]].made_during;
     for (size_t part : group.parts) {
       const SiteReport& site = analysis.sites[part];
-      evidence.made_by_import &= site.made_by_import;
+      evidence.made_during = joint_phase(evidence.made_during, site.made_during);
       series_parts.push_back(site_series(series, site));
       evidence.births.insert(evidence.births.end(), site.summary.births.begin(), site.summary.births.end());
     }
@@ -381,9 +401,8 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
     evidence.epochs = capture.epochs();
     evidence.allocations = site.summary.allocations;
     evidence.live_blocks = site.summary.live_blocks;
-    site.made_by_import = analysis->symbolizer->runs_python_function(site.summary.stack, "_find_and_load",
-                                                                       "<frozen importlib._bootstrap");
-    evidence.made_by_import = site.made_by_import;
+    site.made_during = startup_phase_of(state, *analysis->symbolizer, site.summary.stack);
+    evidence.made_during = site.made_during;
     evidence.over_budget = state.is_marker_stack(site.summary.stack, internal::kOverBudgetFrame);
     site.judgement = judge_site(evidence);
     site.median_age_s = now_s * (1 - site.judgement.median_birth_fraction);

@@ -37,7 +37,7 @@ struct SiteReport {
   size_t group = 0;                 // index in RunAnalysis::groups
   bool from_earlier = false;        // taken from a snapshot before a main-return mark
   double taken_s = 0;               // the time of the snapshot it was taken from
-  bool made_by_import = false;      // its stack runs Python's import machinery (SiteEvidence)
+  StartupPhase made_during = StartupPhase::kNone;  // the start-up phase it was made in (SiteEvidence)
 };
 
 // The sites that share one first user frame: one bug, one answer.

@@ -64,6 +64,13 @@ struct BudgetTimes {
   std::optional<uint64_t> counting_only_ns;
 };
 
+// The stacks of allocations made during start-up that the runtime cut (startup_depth,
+// docs/RUNTIME.md): how many, and the innermost frames they keep before their marker.
+struct StartupStacks {
+  uint64_t stacks = 0;
+  uint32_t kept_frames = 0;
+};
+
 struct ModuleSegment {
   uint64_t vaddr, memsz, file_offset;
   uint32_t flags;
@@ -249,6 +256,10 @@ class RunState {
   bool is_marker_stack(uint32_t id, uint64_t marker) const {
     return id < stacks_.size() && stacks_[id].depth == 1 && *frames(stacks_[id]).begin() == marker;
   }
+  // startup_stacks() counts the stacks cut at start-up (those holding a start-up marker frame).
+  StartupStacks startup_stacks() const;
+  // startup_marker() is the start-up marker frame (stream_format.h) stack `id` holds, or 0.
+  uint64_t startup_marker(uint32_t id) const;
   StackFrames frames(const Stack& stack) const {
     return StackFrames(head_frames_.data() + stack.head_offset, stack.head_depth, stack.tail, &stack_nodes_);
   }

@@ -64,6 +64,8 @@ nlohmann::json run_header_json(const RunHeader& header) {
   };
   document["memory_budget"] = {{"coarse_stacks_since_s", seconds_or_null(budget.coarse_stacks_ns)},
                                {"counting_only_since_s", seconds_or_null(budget.counting_only_ns)}};
+  StartupStacks startup = state.startup_stacks();
+  document["startup_stacks"] = {{"stacks", startup.stacks}, {"kept_frames", startup.kept_frames}};
   document["sample_interval_bytes"] = state.process().sample_interval;
   nlohmann::json domains = nlohmann::json::object();
   for (size_t d = 0; d < header.live_bytes_by_domain.size(); ++d) {
@@ -115,6 +117,12 @@ std::string run_header_text(const RunHeader& header, const std::string& title) {
                           format_seconds(*budget.counting_only_ns));
     }
     out += wrap(text, "   ", "");
+  }
+  if (StartupStacks startup = state.startup_stacks(); startup.stacks != 0) {
+    out += wrap(fmt::format("start-up: {} stacks of blocks under 64 KiB allocated before main, in dlopen or in an import keep {} "
+                            "frames and what started them (startup_depth=0 keeps them whole)",
+                            startup.stacks, startup.kept_frames),
+                "   ", "");
   }
   if (state.process().sample_interval != 0) {
     out += fmt::format("sampled: one allocation per {} on average; heap bytes and blocks are estimates\n",

@@ -64,6 +64,16 @@ struct Symbolizer::ModuleDebug {
 
 namespace {
 
+// startup_phase_name() names the marker frame of a start-up stack (stream_format.h), or nullptr.
+const char* startup_phase_name(uint64_t address) {
+  switch (address) {
+    case internal::kBeforeMainFrame: return "[before main; outer frames left out (startup_depth)]";
+    case internal::kLibraryLoadFrame: return "[in dlopen; frames in between left out (startup_depth)]";
+    case internal::kImportFrame: return "[import; frames in between left out (startup_depth)]";
+    default: return nullptr;
+  }
+}
+
 const Dwfl_Callbacks kOfflineCallbacks = {
     dwfl_build_id_find_elf,
     dwfl_standard_find_debuginfo,
@@ -397,6 +407,11 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
   }
   if (address == internal::kOverBudgetFrame) {
     frame.function = "[new stacks past leakscope's max_memory]";
+    frames.push_back(frame);
+    return frames;
+  }
+  if (const char* phase = startup_phase_name(address)) {
+    frame.function = phase;
     frames.push_back(frame);
     return frames;
   }

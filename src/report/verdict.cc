@@ -113,6 +113,17 @@ const char* verdict_name(Verdict verdict) {
 constexpr const char* kOverBudgetReason = "every stack first seen after leakscope's memory budget was reached, counted together";
 constexpr const char* kOverBudgetRemedy = ": no one call path to judge (a larger max_memory tells them apart)";
 
+const char* startup_reason(StartupPhase phase) {
+  switch (phase) {
+    case StartupPhase::kImport: return "made while importing modules: import-time code runs once per module";
+    case StartupPhase::kLibraryLoad: return "made while loading a library (dlopen): its initializers run once per load";
+    case StartupPhase::kBeforeMain: return "made before main, by the initializers of the program and its libraries";
+    case StartupPhase::kSeveral: return "made while importing modules and loading libraries: code that runs once each";
+    case StartupPhase::kNone: break;
+  }
+  return "";
+}
+
 SiteJudgement judge_site(const SiteEvidence& evidence) {
   SiteJudgement judgement;
   const std::vector<SeriesPoint>& points = evidence.live_bytes;
@@ -121,6 +132,13 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
   judgement.median_birth_fraction = median_birth_fraction(evidence.births, evidence.now_s);
   if (points.size() < kMinSamples && evidence.over_budget) {
     judgement.reason = std::string(kOverBudgetReason) + kOverBudgetRemedy;
+    return judgement;
+  }
+  // Made in a phase that runs once: start-up by what made it, however short the run.
+  if (evidence.made_during != StartupPhase::kNone && !points.empty() && points.back().value > 0) {
+    judgement.verdict = Verdict::kStartup;
+    judgement.confidence = clamp01(static_cast<double>(points.size()) / kFullConfidenceSamples);
+    judgement.reason = startup_reason(evidence.made_during);
     return judgement;
   }
   if (points.size() < kMinSamples) {
@@ -169,12 +187,6 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
   // Its trend is measured like any site's, for the report to show; it judges no one call path.
   if (evidence.over_budget) {
     judgement.reason = std::string(kOverBudgetReason) + (decided.growing ? ", and growing" : "") + kOverBudgetRemedy;
-    return judgement;
-  }
-  if (evidence.made_by_import) {
-    judgement.verdict = Verdict::kStartup;
-    judgement.confidence = samples_factor;
-    judgement.reason = "made while importing modules: import-time code runs once per module";
     return judgement;
   }
   // A leak keeps bytes from across the time it grew (leak entropy), or keeps what it grew in a few

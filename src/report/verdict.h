@@ -55,6 +55,8 @@ constexpr double kOldBirth = 0.5;        // startup: half the live bytes born by
 constexpr double kLowLeakEntropy = 0.3;  // below it, a leak's bytes are recent: re-allocated ever larger
 constexpr size_t kFullConfidenceSamples = 20;
 
+enum class StartupPhase : uint8_t { kNone, kImport, kLibraryLoad, kBeforeMain, kSeveral };
+
 struct SiteEvidence {
   std::vector<SeriesPoint> live_bytes;  // in time order, the last point being "now"
   std::vector<LiveByBirth> births;      // live bytes by birth time, now
@@ -62,9 +64,9 @@ struct SiteEvidence {
   uint32_t epochs = 0;  // epochs so far (k + 1 at snapshot k)
   uint64_t allocations = 0;  // blocks allocated so far, and live now: for the reason's words only
   int64_t live_blocks = 0;
-  // Every block was allocated while a Python module was being imported: code that runs once per
-  // module, however long the imports take.
-  bool made_by_import = false;
+  // Every block was allocated in a phase that runs once per module or library, however long it
+  // takes: a Python import, a library's initializers (dlopen), the program's start before main.
+  StartupPhase made_during = StartupPhase::kNone;
   // The site stands for every stack first seen after leakscope's memory budget was reached: many
   // call paths counted together, none to judge.
   bool over_budget = false;

@@ -3,6 +3,7 @@
 // a shared library). A test whose interpreter is missing is skipped, saying so.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -91,6 +92,52 @@ TEST_P(PythonFrames, LeakInAModuleIsFoundAtItsLineWithItsCallersBelow) {
   EXPECT_NE(text.out.find("remember_output (leaky_module.py:" + std::to_string(line) + ") [python]"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("handle (service.py:"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("_PyEval_EvalFrameDefault"), std::string::npos) << text.out;
+}
+
+// What a module builds as it is imported is start-up, named by the line that imports it: its
+// small objects under stacks cut at the import (one native frame, the marker, the importer), its
+// 1 MiB buffer (64 KiB or more) under its whole stack; the leak served after the import keeps its
+// whole stack too.
+TEST_P(PythonFrames, ImportTimeTablesAreStartupNamedByTheLineThatImports) {
+  nlohmann::json report = serve("after_import");
+  std::string importer = "serve_after_import:" + std::to_string(marker_line("python_app/service.py", "import_line"));
+  std::string embeddings_line = "<module>:" + std::to_string(marker_line("python_app/startup_tables.py", "embeddings"));
+  int64_t cut_blocks = 0;
+  const nlohmann::json* embeddings = nullptr;
+  for (const auto& site : report["sites"]) {
+    const auto& frames = site["frames"];
+    std::vector<std::string> python = python_frames(site);
+    size_t native_before = 0;  // frames of their own (an inlined call shares its caller's)
+    for (const auto& frame : frames) {
+      const auto& function = frame["function"];
+      if (function.is_string() && function.get<std::string>().starts_with("[import;")) {
+        if (python.empty() || python.front() != importer) break;  // another import: the service's own
+        EXPECT_EQ(native_before, 1u) << site.dump().substr(0, 1500);
+        EXPECT_EQ(site["verdict"], "startup") << site["reason"];
+        cut_blocks += site["live_blocks"].get<int64_t>();
+        break;
+      }
+      native_before += frame["inlined"] == false ? 1 : 0;
+    }
+    if (!python.empty() && python.front() == embeddings_line && site["live_bytes"].get<int64_t>() >= (1 << 20)) {
+      embeddings = &site;
+    }
+  }
+  EXPECT_GE(cut_blocks, 5000) << "the vocabulary's 5000 words, each a string object";
+  ASSERT_NE(embeddings, nullptr) << report["sites"].dump().substr(0, 3000);
+  EXPECT_EQ((*embeddings)["verdict"], "startup") << (*embeddings)["reason"];
+  std::vector<std::string> whole = python_frames(*embeddings);
+  EXPECT_NE(std::find(whole.begin(), whole.end(), importer), whole.end()) << "its whole stack, through the import";
+
+  Found leak = sites_named(report, "remember_output");
+  EXPECT_EQ(leak.blocks, 300 * 2 + 1);
+  std::string loop = "serve_after_import:" + std::to_string(marker_line("python_app/service.py", "after_import_loop"));
+  bool whole_leak_stack = false;
+  for (const auto& site : leak.sites) {
+    std::vector<std::string> frames = python_frames(site);
+    whole_leak_stack |= frames.size() >= 3 && frames[2] == loop;
+  }
+  EXPECT_TRUE(whole_leak_stack);
 }
 
 TEST_P(PythonFrames, LeakOfSmallObjectsIsFoundAtItsLine) {

@@ -55,10 +55,26 @@ TEST(Verdict, ImportsThatTakeMostOfTheRunAreStartup) {
     if (e < 34) live.push_back({e, 100000});
   });
   EXPECT_EQ(judge_site(evidence).verdict, Verdict::kLeak) << judge_site(evidence).reason;
-  evidence.made_by_import = true;
+  evidence.made_during = StartupPhase::kImport;
   SiteJudgement j = judge_site(evidence);
   EXPECT_EQ(j.verdict, Verdict::kStartup) << j.reason;
   EXPECT_NE(j.reason.find("importing"), std::string::npos) << j.reason;
+}
+
+// A library's initializers inside dlopen (libtorch's registrations under `import torch`) and the
+// program's before main run once: what they keep is start-up, however it grew while they ran.
+TEST(Verdict, LibraryInitializersAndWhatRunsBeforeMainAreStartup) {
+  SiteEvidence evidence = SiteSimulator().run(40, [](int e, std::deque<Block>& live) {
+    if (e < 34) live.push_back({e, 100000});
+  });
+  evidence.made_during = StartupPhase::kLibraryLoad;
+  SiteJudgement loading = judge_site(evidence);
+  EXPECT_EQ(loading.verdict, Verdict::kStartup) << loading.reason;
+  EXPECT_NE(loading.reason.find("dlopen"), std::string::npos) << loading.reason;
+  evidence.made_during = StartupPhase::kBeforeMain;
+  SiteJudgement before_main = judge_site(evidence);
+  EXPECT_EQ(before_main.verdict, Verdict::kStartup) << before_main.reason;
+  EXPECT_NE(before_main.reason.find("before main"), std::string::npos) << before_main.reason;
 }
 
 // The marker site of stacks past leakscope's memory budget mixes call paths: never a verdict of

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""What leakscope itself costs on the processes with the most distinct stacks, in exact mode with
+the defaults: its own memory (peak), the stream it writes, and what `leakscope report` takes on
+that stream; and `import torch` traced against untraced. Each figure is checked against its bound
+(memory and sizes only: timings are shown, never judged, as a loaded machine makes them vary).
+
+    bench/tracer_memory.py [--build build] [--rounds 3]
+
+Cases: Debian's python3 importing torch and serving a small model for 6 s
+(tests/integration/fixtures/torch_model_service.py), and the libtorch demo service for 10 s.
+Exits 1 when a bound does not hold. Figures and the command line go into docs/PERFORMANCE.md.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+MIB = 1 << 20
+PYTHON = "/usr/bin/python3"
+
+
+def max_rss_of(argv):
+    """Wall time and peak RSS of one run (its own, not leakscope's writer's)."""
+    start = time.monotonic()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv[:4])}...: exit {os.waitstatus_to_exitcode(status)}: {err.decode(errors='replace')[-300:]}")
+    return time.monotonic() - start, usage.ru_maxrss * 1024
+
+
+def measure(leakscope, command, scratch):
+    stream = os.path.join(scratch, "run.lsc")
+    if os.path.exists(stream):
+        os.remove(stream)
+    max_rss_of([leakscope, "run", "-o", stream, "--"] + command)
+    state = json.loads(subprocess.run([leakscope, "dump", "--format", "json", "--at", "end", "--top", "1", stream],
+                                      check=True, capture_output=True).stdout)
+    report_s, report_rss = max_rss_of([leakscope, "report", stream])
+    return {
+        "own": max(state["peak_overhead_bytes"], state["overhead_bytes"]),
+        "stream": os.path.getsize(stream),
+        "startup_stacks": state["startup_stacks"]["stacks"],
+        "report_s": report_s,
+        "report_rss": report_rss,
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    leakscope = os.path.join(args.build, "bin", "leakscope")
+    source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    service = os.path.join(source, "tests", "integration", "fixtures", "torch_model_service.py")
+    demo = os.path.join(args.build, "bin", "leakscope_demo_torch_service")
+    cases = [("python3 + torch, serving 6 s", [PYTHON, service, "6"], 64 * MIB, 16_000_000, 256 * MIB)]
+    if os.path.exists(demo):
+        cases.append(("libtorch demo service, 10 s", [demo, "--seconds", "10"], 64 * MIB, 4_000_000, 256 * MIB))
+    failed = False
+    print("| process | own memory (peak) | stream | start-up stacks cut | report | report RSS |")
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="leakscope-bench-") as scratch:
+        for name, command, own_bound, stream_bound, report_bound in cases:
+            runs = [measure(leakscope, command, scratch) for _ in range(args.rounds)]
+            worst = {key: max(run[key] for run in runs) for key in runs[0]}
+            median_report = statistics.median(run["report_s"] for run in runs)
+            checks = [(worst["own"] <= own_bound, f"own memory {worst['own'] / MIB:.1f} MiB > {own_bound / MIB:.0f} MiB"),
+                      (worst["stream"] <= stream_bound, f"stream {worst['stream'] / 1e6:.1f} MB > {stream_bound / 1e6:.0f} MB"),
+                      (worst["report_rss"] <= report_bound,
+                       f"report RSS {worst['report_rss'] / MIB:.0f} MiB > {report_bound / MIB:.0f} MiB")]
+            for ok, why in checks:
+                if not ok:
+                    failed = True
+                    print(f"bound exceeded: {name}: {why}", file=sys.stderr)
+            print(f"| {name} | {worst['own'] / MIB:.1f} MiB (≤ {own_bound / MIB:.0f}) | {worst['stream'] / 1e6:.2f} MB "
+                  f"(≤ {stream_bound / 1e6:.0f}) | {worst['startup_stacks']} | {median_report:.2f} s | "
+                  f"{worst['report_rss'] / MIB:.0f} MiB (≤ {report_bound / MIB:.0f}) |")
+        untraced = [max_rss_of([PYTHON, "-c", "import torch"])[0] for _ in range(args.rounds)]
+        stream = os.path.join(scratch, "import.lsc")
+        traced = [max_rss_of([leakscope, "run", "-o", stream, "--", PYTHON, "-c", "import torch"])[0]
+                  for _ in range(args.rounds)]
+        print()
+        print(f"`import torch`: {statistics.median(untraced):.2f} s untraced, {statistics.median(traced):.2f} s traced "
+              f"({statistics.median(traced) / statistics.median(untraced):.2f}x), medians of {args.rounds}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

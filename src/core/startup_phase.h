@@ -1,0 +1,41 @@
+// File: startup_phase.h
+//
+// Whether the calling thread is starting something up: the program before main (the
+// initializers of the executable and of the libraries it links), or a library inside dlopen (its
+// initializers, and the loader's own work). The interpreter backend adds imports of interpreted
+// code (interpreter.h). What is allocated then is the program's startup, and it is where the
+// distinct stacks are: libtorch's static registrations alone make about 560 000, each a site of
+// a few blocks, so the recorder cuts those stacks short (recorder.h, startup_depth).
+#ifndef LEAKSCOPE_CORE_STARTUP_PHASE_H_
+#define LEAKSCOPE_CORE_STARTUP_PHASE_H_
+
+#include <stdint.h>
+
+namespace leakscope::internal {
+
+// startup_phase_marker() is the marker frame (stream_format.h) of what the calling thread is in:
+// kLibraryLoadFrame inside dlopen, kBeforeMainFrame before main, else 0. Lock-free, signal-safe.
+uint64_t startup_phase_marker();
+
+// startup_stack_cut() rewrites the stack `frames` (`depth` of them, innermost first) into a
+// start-up stack: its innermost `kept` frames, `marker`, then frames[from, end) (the code that
+// started what is starting, when known; from >= kept). Returns the new depth, at most
+// `max_depth` (the outermost frames go first).
+int startup_stack_cut(uintptr_t* frames, int depth, int kept, uint64_t marker, int from, int end, int max_depth);
+
+// startup_phase_main_begins() is called as main is entered.
+void startup_phase_main_begins();
+
+// startup_phase_second_thread() is called when a thread other than the process's first begins
+// to allocate: a program that starts threads before main (or never enters main through
+// __libc_start_main, as Go's runtime) is past its start-up for every thread from then on.
+void startup_phase_second_thread();
+
+// startup_phase_library_load_begins() and _ends() bracket a dlopen on the calling thread
+// (nested when an initializer itself calls dlopen).
+void startup_phase_library_load_begins();
+void startup_phase_library_load_ends();
+
+}  // namespace leakscope::internal
+
+#endif  // LEAKSCOPE_CORE_STARTUP_PHASE_H_

@@ -1,0 +1,50 @@
+#include "core/startup_phase.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/stream_format.h"
+
+namespace leakscope::internal {
+namespace {
+
+std::vector<uintptr_t> cut(std::vector<uintptr_t> frames, int kept, uint64_t marker, int from, int end, int max_depth) {
+  frames.resize(frames.size() + 1);  // room for the marker, as the recorder's buffer has
+  int depth = startup_stack_cut(frames.data(), static_cast<int>(frames.size()) - 1, kept, marker, from, end, max_depth);
+  frames.resize(static_cast<size_t>(depth));
+  return frames;
+}
+
+TEST(StartupStackCut, KeepsTheInnermostFramesTheMarkerAndTheCallers) {
+  EXPECT_EQ(cut({10, 11, 12, 13, 14, 15}, 1, kImportFrame, 4, 6, 64),
+            (std::vector<uintptr_t>{10, kImportFrame, 14, 15}));
+  // Without callers: the innermost frames and the marker only.
+  EXPECT_EQ(cut({10, 11}, 1, kBeforeMainFrame, 1, 1, 64), (std::vector<uintptr_t>{10, kBeforeMainFrame}));
+  // Callers right after the frames kept move up by one.
+  EXPECT_EQ(cut({10, 11, 12}, 1, kLibraryLoadFrame, 1, 3, 64), (std::vector<uintptr_t>{10, kLibraryLoadFrame, 11, 12}));
+  // A stack shorter than the frames to keep keeps them all.
+  EXPECT_EQ(cut({10}, 2, kBeforeMainFrame, 2, 1, 64), (std::vector<uintptr_t>{10, kBeforeMainFrame}));
+}
+
+TEST(StartupStackCut, NeverExceedsTheDepthAndDropsTheOutermostFirst) {
+  EXPECT_EQ(cut({10, 11, 12, 13, 14, 15}, 1, kImportFrame, 2, 6, 4), (std::vector<uintptr_t>{10, kImportFrame, 12, 13}));
+  // As many frames kept as the depth: no room for the marker, the stack stays as deep as allowed.
+  EXPECT_EQ(cut({10, 11, 12}, 2, kImportFrame, 2, 3, 2), (std::vector<uintptr_t>{10, 11}));
+}
+
+TEST(StartupPhase, DlopenNestsAndOutranksBeforeMain) {
+  uint64_t outside = startup_phase_marker();
+  startup_phase_library_load_begins();
+  startup_phase_library_load_begins();  // an initializer that loads another library
+  EXPECT_EQ(startup_phase_marker(), kLibraryLoadFrame);
+  startup_phase_library_load_ends();
+  EXPECT_EQ(startup_phase_marker(), kLibraryLoadFrame);
+  startup_phase_library_load_ends();
+  EXPECT_EQ(startup_phase_marker(), outside);
+  startup_phase_main_begins();
+  EXPECT_EQ(startup_phase_marker(), 0u);
+}
+
+}  // namespace
+}  // namespace leakscope::internal

@@ -1,0 +1,136 @@
+// Start-up stacks: a block under 64 KiB allocated before main or inside dlopen keeps its innermost
+// frame and a marker saying which (imports: python_frames_test.cc), so that a framework's static
+// registrations, a call site each, make one site instead of one per call; every block is still
+// counted, larger blocks keep their whole stacks, and startup_depth=0 keeps them all whole.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace leakscope::testing {
+namespace {
+
+constexpr int64_t kOperators = 1000;       // 48 bytes each, before main
+constexpr int64_t kPluginOperators = 500;  // 64 bytes each, inside dlopen
+constexpr int64_t kRequests = 400;
+
+std::string function_of(const nlohmann::json& frame) {
+  return frame["function"].is_string() ? frame["function"].get<std::string>() : "";
+}
+
+// sites_from() lists the live sites whose innermost frame's function contains `text`.
+std::vector<nlohmann::json> sites_from(const nlohmann::json& document, const std::string& text) {
+  std::vector<nlohmann::json> found;
+  for (const auto& site : document["sites"]) {
+    if (!site["frames"].empty() && function_of(site["frames"][0]).find(text) != std::string::npos) found.push_back(site);
+  }
+  return found;
+}
+
+bool has_frame(const nlohmann::json& site, const std::string& text) {
+  for (const auto& frame : site["frames"]) {
+    if (function_of(frame).find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string run_registry(const std::vector<std::string>& options) {
+  std::string file = scratch_dir() + "/run.lsc";
+  std::vector<std::string> command{"run", "-o", file};
+  command.insert(command.end(), options.begin(), options.end());
+  command.insert(command.end(), {"--", fixture("static_registry"), fixture("libfixture_registry_plugin.so"),
+                                 std::to_string(kRequests)});
+  Outcome run = leakscope(command);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "operators=1000 plugin_operators=500 requests=400\n");
+  return file;
+}
+
+TEST(StartupStacks, RegistrationsBeforeMainAndInDlopenShareCutStacksAndAreCountedExactly) {
+  std::string file = run_registry({});
+  nlohmann::json state = dump(file, {"--top", "100000"});
+
+  std::vector<nlohmann::json> registrations = sites_from(state, "Registration(int)");
+  ASSERT_EQ(registrations.size(), 2u) << "one site for the program's, one for the plugin's";
+  for (const auto& site : registrations) {
+    ASSERT_EQ(site["frames"].size(), 2u) << site["frames"].dump(1);
+    EXPECT_EQ(site["frames"][0]["inlined"], false);
+    std::string marker = function_of(site["frames"][1]);
+    if (function_of(site["frames"][0]).find("PluginRegistration") != std::string::npos) {
+      EXPECT_EQ(marker.rfind("[in dlopen", 0), 0u) << marker;
+      EXPECT_EQ(site["live_blocks"], kPluginOperators);
+      EXPECT_EQ(site["live_bytes"], kPluginOperators * 64);
+    } else {
+      EXPECT_EQ(marker.rfind("[before main", 0), 0u) << marker;
+      EXPECT_EQ(site["live_blocks"], kOperators);
+      EXPECT_EQ(site["live_bytes"], kOperators * 48);
+    }
+  }
+
+  // The vocabulary (1 MiB, a static initializer's) keeps its whole stack, named by its loader.
+  bool vocabulary = false;
+  for (const auto& site : state["sites"]) {
+    if (site["live_bytes"] != (1 << 20)) continue;
+    vocabulary = true;
+    EXPECT_TRUE(has_frame(site, "load_vocabulary")) << site["frames"].dump(1);
+    EXPECT_FALSE(has_frame(site, "[before main")) << site["frames"].dump(1);
+  }
+  EXPECT_TRUE(vocabulary);
+
+  // What main does afterwards keeps its whole stack.
+  bool requests = false;
+  for (const auto& site : state["sites"]) {
+    if (!has_frame(site, "remember_request")) continue;
+    requests = true;
+    EXPECT_TRUE(has_frame(site, "main")) << site["frames"].dump(1);
+    EXPECT_FALSE(has_frame(site, "[before main") || has_frame(site, "[in dlopen")) << site["frames"].dump(1);
+  }
+  EXPECT_TRUE(requests);
+
+  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  nlohmann::json judged = nlohmann::json::parse(report.out);
+  EXPECT_GE(judged["startup_stacks"]["stacks"].get<int64_t>(), 2);
+  EXPECT_EQ(judged["startup_stacks"]["kept_frames"], 1);
+  int judged_registrations = 0;
+  for (const auto& site : judged["sites"]) {
+    if (site["frames"].empty() || function_of(site["frames"][0]).find("Registration(int)") == std::string::npos) {
+      continue;
+    }
+    ++judged_registrations;
+    EXPECT_EQ(site["verdict"], "startup") << site["reason"];
+    bool plugin = function_of(site["frames"][0]).find("PluginRegistration") != std::string::npos;
+    EXPECT_NE(site["reason"].get<std::string>().find(plugin ? "dlopen" : "before main"), std::string::npos) << site["reason"];
+  }
+  EXPECT_EQ(judged_registrations, 2);
+  bool leak = false;
+  for (const auto& group : judged["groups"]) {
+    const auto& frame = group["first_user_frame"];
+    if (!frame.is_object() || function_of(frame).find("remember_request") == std::string::npos) continue;
+    leak = true;
+    EXPECT_EQ(group["verdict"], "leak") << group["reason"];
+  }
+  EXPECT_TRUE(leak);
+  Outcome text = leakscope({"report", file});
+  EXPECT_NE(text.out.find("start-up: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(startup_depth=0 keeps them whole)"), std::string::npos) << text.out;
+}
+
+TEST(StartupStacks, StartupDepthZeroKeepsEveryRegistrationsStackWhole) {
+  std::string file = run_registry({"--option", "startup_depth=0"});
+  nlohmann::json state = dump(file, {"--top", "100000"});
+  int64_t program = 0, plugin = 0;
+  for (const auto& site : state["sites"]) {
+    EXPECT_FALSE(has_frame(site, "[before main") || has_frame(site, "[in dlopen")) << site["frames"].dump(1);
+    if (!has_frame(site, "Registration(int)")) continue;
+    EXPECT_EQ(site["live_blocks"], 1) << "a call site of its own";
+    (has_frame(site, "PluginRegistration") ? plugin : program) += 1;
+  }
+  EXPECT_EQ(program, kOperators);
+  EXPECT_EQ(plugin, kPluginOperators);
+  Outcome report = leakscope({"report", "--format", "json", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_EQ(nlohmann::json::parse(report.out)["startup_stacks"]["stacks"], 0);
+}
+
+}  // namespace
+}  // namespace leakscope::testing
