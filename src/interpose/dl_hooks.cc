@@ -40,7 +40,10 @@ void* handle_dlopen(const char* file, int mode) {
   startup_phase_library_load_begins();
   void* handle = g_real.dlopen(file, mode);
   startup_phase_library_load_ends();
-  if (handle != nullptr) refresh_modules(handle);
+  if (handle != nullptr) {
+    real_functions_count_library_load();
+    refresh_modules(handle);
+  }
   return handle;
 }
 

@@ -12,6 +12,8 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
+#include <atomic>
+
 #include "core/recorder.h"
 #include "core/runtime.h"
 #include "interpose/hooks.h"
@@ -22,20 +24,34 @@ namespace {
 // What implementations read of std::nothrow: nothing; any address stands for it.
 constinit const char g_nothrow = 0;
 
-// real() is the real function in `slot`, resolving it the first time it is needed.
+// real() is the real function in `slot`, resolving it the first time it is needed. A lookup that
+// found nothing is made again only once another library has been loaded (`missed` holds the count
+// it missed at, plus one): a C++ runtime loaded RTLD_LOCAL, as Python loads torch's, is never
+// found through RTLD_NEXT, and a failed dlsym on every operator new cost a Python process that
+// imports torch a tenth of its time. Until then the fallback serves, as the runtime's own would.
 template <typename Function>
-Function real(Function& slot, const char* name) {
+Function real(Function& slot, const char* name, std::atomic<uint32_t>& missed) {
   Function function = __atomic_load_n(&slot, __ATOMIC_ACQUIRE);
   if (LS_LIKELY(function != nullptr)) return function;
+  uint32_t loaded = real_functions_libraries_loaded();
+  if (missed.load(std::memory_order_relaxed) == loaded + 1) return nullptr;
   {
     Bookkeeping bookkeeping;  // what dlsym allocates is not the program's
     function = reinterpret_cast<Function>(dlsym(RTLD_NEXT, name));
   }
-  if (function != nullptr) __atomic_store_n(&slot, function, __ATOMIC_RELEASE);
+  if (function == nullptr) {
+    missed.store(loaded + 1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  __atomic_store_n(&slot, function, __ATOMIC_RELEASE);
   return function;
 }
 
-#define LS_REAL(name) real(g_real.name, #name)
+// Each use has its own record of a miss.
+#define LS_REAL(name) real(g_real.name, #name, [] () -> std::atomic<uint32_t>& { \
+  static constinit std::atomic<uint32_t> missed{0};                               \
+  return missed;                                                                  \
+}())
 
 template <typename Throwing, typename Nothrow>
 LS_ALWAYS_INLINE void* new_recorded(size_t size, Throwing&& throwing, Nothrow&& nothrow) {

@@ -11,6 +11,14 @@ namespace leakscope::internal {
 RealFunctions g_real;
 
 namespace {
+constinit std::atomic<uint32_t> g_libraries_loaded{0};
+}  // namespace
+
+uint32_t real_functions_libraries_loaded() { return g_libraries_loaded.load(std::memory_order_acquire); }
+
+void real_functions_count_library_load() { g_libraries_loaded.fetch_add(1, std::memory_order_acq_rel); }
+
+namespace {
 
 enum Need { kRequired, kOptional };
 

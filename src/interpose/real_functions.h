@@ -27,6 +27,11 @@ extern RealFunctions g_real;
 // `error` and returns false. Not thread-safe: runtime_init calls it once.
 bool real_functions_resolve(char* error, size_t size);
 
+// real_functions_libraries_loaded() counts the libraries dlopen has loaded so far (dl_hooks.cc
+// advances it): a real function not found before is worth looking for again only once it moved.
+uint32_t real_functions_libraries_loaded();
+void real_functions_count_library_load();
+
 // bootstrap_alloc() serves memory before the real allocator is known (zeroed; nullptr when the
 // pool is spent). bootstrap_owns() tells whether a pointer came from it; such blocks are never
 // passed to the real free and never freed.
