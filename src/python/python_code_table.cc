@@ -39,6 +39,21 @@ constinit InternTable<PythonCode> g_codes;
 // _bootstrap_external.
 constexpr char kImportMachineryFile[] = "<frozen importlib._bootstrap";
 
+// The code objects a thread met last, by address: its frame chain is read on every allocation,
+// and its outer frames are the same from one allocation to the next, so most frames are found
+// here without a walk of the table's shared buckets. Checked against the same identity as the
+// table's entries.
+struct RecentCode {
+  uintptr_t code;
+  uintptr_t filename_object;
+  uintptr_t name_object;
+  int32_t first_line;
+  uint32_t id;
+  bool imports;
+};
+constexpr uint32_t kRecentCodeSlots = 64;
+__thread RecentCode t_recent_codes[kRecentCodeSlots] __attribute__((tls_model("initial-exec")));
+
 uintptr_t name_object_of(const PythonLayout& layout, uintptr_t code) {
   return read_field<uintptr_t>(code, layout.code_qualname != 0 ? layout.code_qualname : layout.code_name);
 }
@@ -85,6 +100,12 @@ uint32_t python_code_id(const PythonLayout& layout, const PythonTypes& types, ui
   uintptr_t filename = read_field<uintptr_t>(code, layout.code_filename);
   uintptr_t name = name_object_of(layout, code);
   int32_t first_line = read_field<int32_t>(code, layout.code_first_line);
+  RecentCode& recent = t_recent_codes[(code >> 4) % kRecentCodeSlots];
+  if (recent.code == code && recent.filename_object == filename && recent.name_object == name &&
+      recent.first_line == first_line && recent.id != 0) {
+    *imports = recent.imports;
+    return recent.id;
+  }
   uint64_t hash = hash_mix(code ^ hash_mix(filename ^ (name << 1) ^ static_cast<uint32_t>(first_line)));
   auto matches = [&](const PythonCode* entry) {
     return entry->code == code && entry->filename_object == filename && entry->name_object == name &&
@@ -96,6 +117,7 @@ uint32_t python_code_id(const PythonLayout& layout, const PythonTypes& types, ui
                                    [&] { return make_entry(layout, types, code, filename, name, first_line); });
   }
   if (entry == nullptr || entry->id >= kInterpretedCodeIdLimit) return 0;
+  recent = RecentCode{code, filename, name, first_line, entry->id, entry->imports};
   *imports = entry->imports;
   return entry->id;
 }
