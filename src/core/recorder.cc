@@ -65,6 +65,27 @@ StackId budgeted_stack(const uintptr_t* frames, int depth, BudgetStage stage) {
   return over_budget_stack();
 }
 
+// native_startup_stack() captures the stack of a thread that runs no interpreted code. A start-up
+// stack before main is unwound only as deep as it is kept; one inside dlopen is unwound whole, to
+// keep after its marker the program's frames that called dlopen (outward of leakscope's own hook).
+int native_startup_stack(ThreadState* thread, const StackRequest& request, uintptr_t* frames) {
+  if (request.startup_marker == 0) return stack_capture(thread, frames, g_depth);
+  if (request.startup_marker == kBeforeMainFrame) {
+    int depth = stack_capture(thread, frames, g_startup_depth);
+    return startup_stack_cut(frames, depth, depth, kBeforeMainFrame, depth, depth, g_depth);
+  }
+  int depth = stack_capture(thread, frames, g_depth);
+  int callers = depth;
+  for (int i = 1; i < depth; ++i) {
+    if (!stack_capture_is_own_code(frames[i])) continue;
+    callers = i + 1;
+    while (callers < depth && stack_capture_is_own_code(frames[callers])) ++callers;
+    break;
+  }
+  int kept = g_startup_depth < depth ? g_startup_depth : depth;
+  return startup_stack_cut(frames, depth, kept, request.startup_marker, callers > kept ? callers : kept, depth, g_depth);
+}
+
 // captured_stack() captures and interns the caller's stack; its frame buffer lives here, apart,
 // so that a recorder call on a small signal stack never reserves it.
 // A stack made during start-up is unwound only as deep as it is kept; a block of
@@ -75,11 +96,7 @@ LS_NOINLINE StackId captured_stack(ThreadState* thread, size_t size) {
   bool cut = g_startup_depth != 0 && size < kStartupWholeStackBytes;
   StackRequest request{g_depth, cut ? g_startup_depth : 0, cut ? startup_phase_marker() : 0};
   int depth = interpreter_capture_stack(thread, request, frames);
-  if (depth < 0) {
-    bool startup = request.startup_marker != 0;
-    depth = stack_capture(thread, frames, startup ? g_startup_depth : g_depth);
-    if (startup) depth = startup_stack_cut(frames, depth, depth, request.startup_marker, depth, depth, g_depth);
-  }
+  if (depth < 0) depth = native_startup_stack(thread, request, frames);
   BudgetStage stage = memory_budget_stage();
   if (LS_LIKELY(stage == BudgetStage::kWithin)) return depot_intern(frames, depth);
   return budgeted_stack(frames, depth, stage);
@@ -170,7 +187,8 @@ void recorder_restore_range(const TakenRange& taken) {
 
 void recorder_set_depth(int depth) { g_depth = depth < 1 ? 1 : depth > kMaxStackDepth ? kMaxStackDepth : depth; }
 
-void recorder_set_startup_depth(int depth) { g_startup_depth = depth < 0 ? 0 : depth > g_depth ? g_depth : depth; }
+// The marker needs a frame of the depth: at most depth - 1 frames are kept before it.
+void recorder_set_startup_depth(int depth) { g_startup_depth = depth < 0 ? 0 : depth >= g_depth ? g_depth - 1 : depth; }
 
 void recorder_alloc(Domain domain, void* pointer, size_t size) {
   ThreadState* thread = thread_current();

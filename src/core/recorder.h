@@ -84,8 +84,8 @@ void recorder_restore_range(const TakenRange& taken);
 void recorder_set_depth(int depth);
 
 // recorder_set_startup_depth() sets the innermost frames kept of a stack made during start-up
-// (startup_phase.h, imports of interpreted code included), at most the depth; 0 keeps such stacks
-// whole. Call after recorder_set_depth().
+// (startup_phase.h, imports of interpreted code included), at most the depth less one (the
+// marker's frame); 0 keeps such stacks whole. Call after recorder_set_depth().
 void recorder_set_startup_depth(int depth);
 
 }  // namespace leakscope::internal

@@ -102,6 +102,9 @@ constexpr uint64_t kOverBudgetFrame = 2;
 constexpr uint64_t kBeforeMainFrame = 3;   // the program's and its libraries' initializers
 constexpr uint64_t kLibraryLoadFrame = 4;  // dlopen: a library's initializers
 constexpr uint64_t kImportFrame = 5;       // an import of interpreted code
+inline bool is_startup_marker(uint64_t frame) {
+  return frame == kBeforeMainFrame || frame == kLibraryLoadFrame || frame == kImportFrame;
+}
 // A block this large keeps its whole stack, start-up or not.
 constexpr uint64_t kStartupWholeStackBytes = 64 * 1024;
 

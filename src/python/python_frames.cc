@@ -262,9 +262,8 @@ int interpreter_capture_stack(ThreadState* thread, const StackRequest& request, 
   PythonStack python;
   walk(&python);
   if (python.frame_count == 0) return -1;
-  uint64_t marker = request.startup_marker != 0 ? request.startup_marker
-                    : python.outermost_import >= 0 ? kImportFrame
-                                                   : 0;
+  // A library loaded by an import (torch._C loading libtorch) is part of that import.
+  uint64_t marker = python.outermost_import >= 0 ? kImportFrame : request.startup_marker;
   bool startup = request.startup_depth != 0 && marker != 0;
   // A start-up stack keeps few native frames: the code that imports comes from the chain.
   int depth = stack_capture(thread, frames, startup ? request.startup_depth : request.depth);

@@ -465,20 +465,12 @@ void RunState::add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes) {
   if (at->bytes == 0) bins.erase(at);
 }
 
-namespace {
-
-bool is_startup_marker(uint64_t frame) {
-  return frame == internal::kBeforeMainFrame || frame == internal::kLibraryLoadFrame || frame == internal::kImportFrame;
-}
-
-}  // namespace
-
 // A marker stands right after the innermost frames kept, so a search stops at the depth limit.
 uint64_t RunState::startup_marker(uint32_t id) const {
   if (id >= stacks_.size()) return 0;
   uint32_t index = 0;
   for (uint64_t frame : frames(stacks_[id])) {
-    if (is_startup_marker(frame)) return frame;
+    if (internal::is_startup_marker(frame)) return frame;
     if (++index > static_cast<uint32_t>(internal::kMaxStackDepth)) break;
   }
   return 0;
@@ -489,7 +481,7 @@ StartupStacks RunState::startup_stacks() const {
   for (const Stack& stack : stacks_) {
     uint32_t index = 0;
     for (uint64_t frame : frames(stack)) {
-      if (is_startup_marker(frame)) {
+      if (internal::is_startup_marker(frame)) {
         ++startup.stacks;
         startup.kept_frames = std::max(startup.kept_frames, index);
         break;

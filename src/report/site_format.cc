@@ -119,9 +119,10 @@ std::string run_header_text(const RunHeader& header, const std::string& title) {
     out += wrap(text, "   ", "");
   }
   if (StartupStacks startup = state.startup_stacks(); startup.stacks != 0) {
+    std::string kept = startup.kept_frames == 1 ? "their innermost frame" : fmt::format("{} frames", startup.kept_frames);
     out += wrap(fmt::format("start-up: {} stacks of blocks under 64 KiB allocated before main, in dlopen or in an import keep {} "
-                            "frames and what started them (startup_depth=0 keeps them whole)",
-                            startup.stacks, startup.kept_frames),
+                            "and what started them (startup_depth=0 keeps them whole)",
+                            startup.stacks, kept),
                 "   ", "");
   }
   if (state.process().sample_interval != 0) {

@@ -482,7 +482,11 @@ std::vector<SymbolizedFrame> Symbolizer::stack(uint32_t id) {
     }
   }
   size_t first = 0;
-  while (first + 1 < frames.size() && is_allocator_entry(frames[first].function)) ++first;
+  // The frames a start-up stack kept before its marker are all it has of the allocation: they stay.
+  while (first + 1 < frames.size() && is_allocator_entry(frames[first].function) &&
+         !internal::is_startup_marker(frames[first + 1].address)) {
+    ++first;
+  }
   frames.erase(frames.begin(), frames.begin() + static_cast<long>(first));
   return frames;
 }

@@ -134,8 +134,9 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
     judgement.reason = std::string(kOverBudgetReason) + kOverBudgetRemedy;
     return judgement;
   }
-  // Made in a phase that runs once: start-up by what made it, however short the run.
-  if (evidence.made_during != StartupPhase::kNone && !points.empty() && points.back().value > 0) {
+  // Made while starting up, in a run too short for a trend: start-up by what made it.
+  if (evidence.made_during != StartupPhase::kNone && points.size() < kMinSamples && !points.empty() &&
+      points.back().value > 0) {
     judgement.verdict = Verdict::kStartup;
     judgement.confidence = clamp01(static_cast<double>(points.size()) / kFullConfidenceSamples);
     judgement.reason = startup_reason(evidence.made_during);
@@ -189,6 +190,16 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
     judgement.reason = std::string(kOverBudgetReason) + (decided.growing ? ", and growing" : "") + kOverBudgetRemedy;
     return judgement;
   }
+  // Imports and what runs before main happen once per module and per process, however long they
+  // take; a library's initializers run once per load, and a library loaded again and again is
+  // judged by its trend like any code.
+  if (evidence.made_during == StartupPhase::kImport || evidence.made_during == StartupPhase::kBeforeMain ||
+      evidence.made_during == StartupPhase::kSeveral) {
+    judgement.verdict = Verdict::kStartup;
+    judgement.confidence = samples_factor;
+    judgement.reason = startup_reason(evidence.made_during);
+    return judgement;
+  }
   // A leak keeps bytes from across the time it grew (leak entropy), or keeps what it grew in a few
   // blocks re-allocated ever larger: then the series never falls back below what it reached.
   size_t dips = 0;
@@ -205,7 +216,7 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
     if (judgement.leak_entropy >= kLowLeakEntropy) {
       judgement.reason = fmt::format("{} (Mann-Kendall Z {:.1f}) and keeps bytes from across that time (leak entropy {:.2f})",
                                      how, decided.z, judgement.leak_entropy);
-    } else if (evidence.allocations > 2 * evidence.live_blocks) {
+    } else if (evidence.allocations > 2 * static_cast<uint64_t>(evidence.live_blocks)) {
       judgement.reason = fmt::format("{} (Mann-Kendall Z {:.1f}) in a few blocks re-allocated ever larger ({} "
                                      "allocations for {} live blocks, leak entropy {:.2f})",
                                      how, decided.z, evidence.allocations, evidence.live_blocks, judgement.leak_entropy);

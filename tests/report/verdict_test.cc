@@ -61,20 +61,24 @@ TEST(Verdict, ImportsThatTakeMostOfTheRunAreStartup) {
   EXPECT_NE(j.reason.find("importing"), std::string::npos) << j.reason;
 }
 
-// A library's initializers inside dlopen (libtorch's registrations under `import torch`) and the
-// program's before main run once: what they keep is start-up, however it grew while they ran.
-TEST(Verdict, LibraryInitializersAndWhatRunsBeforeMainAreStartup) {
+// What runs before main runs once: what it keeps is start-up, however it grew while it ran. A
+// library's initializers run once per load: a library loaded again and again that keeps a block
+// each time is judged by its trend, a leak; in a run too short for a trend, start-up.
+TEST(Verdict, BeforeMainIsStartupAndLibraryLoadsAreJudgedByTheirTrend) {
   SiteEvidence evidence = SiteSimulator().run(40, [](int e, std::deque<Block>& live) {
     if (e < 34) live.push_back({e, 100000});
   });
-  evidence.made_during = StartupPhase::kLibraryLoad;
-  SiteJudgement loading = judge_site(evidence);
-  EXPECT_EQ(loading.verdict, Verdict::kStartup) << loading.reason;
-  EXPECT_NE(loading.reason.find("dlopen"), std::string::npos) << loading.reason;
   evidence.made_during = StartupPhase::kBeforeMain;
   SiteJudgement before_main = judge_site(evidence);
   EXPECT_EQ(before_main.verdict, Verdict::kStartup) << before_main.reason;
   EXPECT_NE(before_main.reason.find("before main"), std::string::npos) << before_main.reason;
+  EXPECT_GT(before_main.growth_bytes_per_min, 0) << "its figures are measured like any site's";
+  evidence.made_during = StartupPhase::kLibraryLoad;
+  EXPECT_EQ(judge_site(evidence).verdict, Verdict::kLeak) << judge_site(evidence).reason;
+  evidence.live_bytes.resize(2);
+  SiteJudgement short_run = judge_site(evidence);
+  EXPECT_EQ(short_run.verdict, Verdict::kStartup) << short_run.reason;
+  EXPECT_NE(short_run.reason.find("dlopen"), std::string::npos) << short_run.reason;
 }
 
 // The marker site of stacks past leakscope's memory budget mixes call paths: never a verdict of
