@@ -87,10 +87,9 @@ int native_startup_stack(ThreadState* thread, const StackRequest& request, uintp
 }
 
 // captured_stack() captures and interns the caller's stack; its frame buffer lives here, apart,
-// so that a recorder call on a small signal stack never reserves it.
-// A stack made during start-up is unwound only as deep as it is kept; a block of
-// kStartupWholeStackBytes or more keeps its whole stack (such blocks are few, and they are the
-// weights and tables a reader wants named).
+// so that a recorder call on a small signal stack never reserves it. A block of
+// kStartupWholeStackBytes or more keeps its whole stack even during start-up (such blocks are
+// few, and they are the weights and tables a reader wants named).
 LS_NOINLINE StackId captured_stack(ThreadState* thread, size_t size) {
   uintptr_t frames[kMaxStackDepth];
   bool cut = g_startup_depth != 0 && size < kStartupWholeStackBytes;
