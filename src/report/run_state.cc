@@ -465,29 +465,37 @@ void RunState::add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes) {
   if (at->bytes == 0) bins.erase(at);
 }
 
-// A marker stands right after the innermost frames kept, so a search stops at the depth limit.
-uint64_t RunState::startup_marker(uint32_t id) const {
-  if (id >= stacks_.size()) return 0;
+namespace {
+
+// startup_marker_in() is the start-up marker among `frames` and, in *kept, how many frames come
+// before it; 0 when there is none. A marker stands right after the innermost frames kept, so the
+// search stops at the depth limit.
+uint64_t startup_marker_in(const StackFrames& frames, uint32_t* kept) {
   uint32_t index = 0;
-  for (uint64_t frame : frames(stacks_[id])) {
-    if (internal::is_startup_marker(frame)) return frame;
+  for (uint64_t frame : frames) {
+    if (internal::is_startup_marker(frame)) {
+      *kept = index;
+      return frame;
+    }
     if (++index > static_cast<uint32_t>(internal::kMaxStackDepth)) break;
   }
   return 0;
 }
 
+}  // namespace
+
+uint64_t RunState::startup_marker(uint32_t id) const {
+  uint32_t kept = 0;
+  return id < stacks_.size() ? startup_marker_in(frames(stacks_[id]), &kept) : 0;
+}
+
 StartupStacks RunState::startup_stacks() const {
   StartupStacks startup;
   for (const Stack& stack : stacks_) {
-    uint32_t index = 0;
-    for (uint64_t frame : frames(stack)) {
-      if (internal::is_startup_marker(frame)) {
-        ++startup.stacks;
-        startup.kept_frames = std::max(startup.kept_frames, index);
-        break;
-      }
-      if (++index > static_cast<uint32_t>(internal::kMaxStackDepth)) break;
-    }
+    uint32_t kept = 0;
+    if (startup_marker_in(frames(stack), &kept) == 0) continue;
+    ++startup.stacks;
+    startup.kept_frames = std::max(startup.kept_frames, kept);
   }
   return startup;
 }
