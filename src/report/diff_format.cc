@@ -46,6 +46,13 @@ std::string run_line(const RunAnalysis& run) {
                      run.at.index, run.at.count, format_seconds(run.judged.time_ns), domains);
 }
 
+// startup_cut() says how a run kept the stacks of its start-up (docs/RUNTIME.md, startup_depth).
+std::string startup_cut(const RunAnalysis& run) {
+  StartupStacks startup = run.state.startup_stacks();
+  if (startup.stacks == 0) return "whole";
+  return fmt::format("cut to {} frame{}", startup.kept_frames, startup.kept_frames == 1 ? "" : "s");
+}
+
 RunHeader header_of(const RunAnalysis& run) { return {run.state, run.at, run.judged, run.live_bytes_by_domain}; }
 
 }  // namespace
@@ -120,6 +127,11 @@ std::string diff_text(const RunAnalysis& before, const RunAnalysis& after, size_
   std::string out;
   out += fmt::format("before: {}\n", run_line(before));
   out += fmt::format("after:  {}\n", run_line(after));
+  if (std::string cut_before = startup_cut(before), cut_after = startup_cut(after); cut_before != cut_after) {
+    out += fmt::format("note: start-up stacks are {} before and {} after (startup_depth): sites made during start-up do "
+                       "not match between the runs\n",
+                       cut_before, cut_after);
+  }
   std::vector<DiffRow> rows = diff_rows(before, after);
   size_t changed = 0, verdict_changes = 0;
   for (const DiffRow& row : rows) {
