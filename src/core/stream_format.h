@@ -98,7 +98,7 @@ constexpr uint64_t kOverBudgetFrame = 2;
 
 // A stack of an allocation made during start-up is cut (the startup_depth option, docs/RUNTIME.md):
 // its innermost frames, then one of these markers saying what was starting, then the code that
-// started it when an interpreter tells (the Python code that imports).
+// started it when it is known (the Python code that imports, the caller of dlopen).
 constexpr uint64_t kBeforeMainFrame = 3;   // the program's and its libraries' initializers
 constexpr uint64_t kLibraryLoadFrame = 4;  // dlopen: a library's initializers
 constexpr uint64_t kImportFrame = 5;       // an import of interpreted code
