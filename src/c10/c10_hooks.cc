@@ -18,6 +18,7 @@
 
 #include "core/recorder.h"
 #include "core/runtime.h"
+#include "core/stack_capture.h"
 #include "interpose/hook_guard.h"
 #include "core/sys.h"
 
@@ -114,6 +115,7 @@ extern "C" __attribute__((visibility("default"))) void leakscope_c10_report_v2(v
     "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE");
 
 void* leakscope_c10_alloc_cpu(size_t bytes) {
+  HookCaller caller(__builtin_return_address(0));
   auto real = reinterpret_cast<AllocCpu>(resolve(kAllocCpu, &g_alloc_cpu));
   auto call = [&]() -> void* {
     if (real != nullptr) return real(bytes);
@@ -149,11 +151,13 @@ void leakscope_c10_free_cpu(void* data) {
 }
 
 void leakscope_c10_report_v1(void* pointer, int64_t size, int64_t allocated, int64_t reserved, C10Device device) {
+  HookCaller caller(__builtin_return_address(0));
   record_device_block(pointer, size, device);
   if (auto real = reinterpret_cast<ReportV1>(resolve(kReportV1, &g_report_v1))) real(pointer, size, allocated, reserved, device);
 }
 
 void leakscope_c10_report_v2(void* pointer, int64_t size, size_t allocated, size_t reserved, C10Device device) {
+  HookCaller caller(__builtin_return_address(0));
   record_device_block(pointer, size, device);
   if (auto real = reinterpret_cast<ReportV2>(resolve(kReportV2, &g_report_v2))) real(pointer, size, allocated, reserved, device);
 }

@@ -11,17 +11,39 @@
 #include <stdint.h>
 
 #include "core/options.h"
+#include "core/types.h"
+
+// The program's return address into the outermost hook on this thread (0 outside hooks): the
+// innermost frame of the call being recorded, known without an unwind. Set by HookCaller.
+extern __thread uintptr_t leakscope_tls_hook_caller __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 namespace leakscope::internal {
 
 struct ThreadState;
+
+// HookCaller is the scope of one exported hook: it records the hook's return address and puts
+// back the one before it on leaving, so that a hook called inside another (libstdc++'s operator
+// new calling malloc, a signal handler's malloc) leaves the outer one's caller as it found it.
+class HookCaller {
+ public:
+  LS_ALWAYS_INLINE explicit HookCaller(void* return_address) : saved_(leakscope_tls_hook_caller) {
+    leakscope_tls_hook_caller = reinterpret_cast<uintptr_t>(return_address);
+  }
+  LS_ALWAYS_INLINE ~HookCaller() { leakscope_tls_hook_caller = saved_; }
+  HookCaller(const HookCaller&) = delete;
+  HookCaller& operator=(const HookCaller&) = delete;
+
+ private:
+  uintptr_t saved_;
+};
 
 // stack_capture_init() finds the runtime's own code range and sets up the unwinders.
 // Not thread-safe; runtime init calls it once, before any capture.
 void stack_capture_init(OptionUnwind mode);
 
 // stack_capture() fills at most `max_depth` frames of the calling thread (whose state is
-// `thread`) and returns how many. Thread-safe; does not allocate through malloc; not signal-safe
+// `thread`) and returns how many. One frame asked for inside a hook is the hook's caller, with no
+// unwind (start-up stacks keep one: the static initializers of libtorch make half a million). Thread-safe; does not allocate through malloc; not signal-safe
 // (libunwind takes loader locks). Needs kCaptureStackNeed bytes of stack: callers check
 // stack_capture_has_room() first.
 int stack_capture(ThreadState* thread, uintptr_t* frames, int max_depth);

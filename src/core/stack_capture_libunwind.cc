@@ -7,6 +7,8 @@
 #include "core/stack_capture.h"
 #include "core/types.h"
 
+__thread uintptr_t leakscope_tls_hook_caller __attribute__((tls_model("initial-exec"), visibility("hidden"))) = 0;
+
 namespace leakscope::internal {
 namespace {
 
@@ -46,6 +48,10 @@ bool stack_capture_is_own_code(uintptr_t address) {
 }
 
 int stack_capture(ThreadState* thread, uintptr_t* frames, int max_depth) {
+  if (max_depth == 1 && leakscope_tls_hook_caller != 0) {
+    frames[0] = leakscope_tls_hook_caller;
+    return 1;
+  }
   if (g_mode == OptionUnwind::kFramePointer) {
     int depth = stack_capture_frame_pointers(thread, frames, max_depth);
     if (depth > 0) return depth;

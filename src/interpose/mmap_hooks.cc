@@ -8,6 +8,7 @@
 
 #include "core/recorder.h"
 #include "core/runtime.h"
+#include "core/stack_capture.h"
 #include "core/sys.h"
 #include "core/triple_registry.h"
 #include "interpose/hooks.h"
@@ -144,6 +145,7 @@ int handle_brk(void* end) {
 
 // mremap is variadic: the fifth argument exists only with MREMAP_FIXED (or MREMAP_DONTUNMAP).
 LS_EXPORT void* mremap(void* old_address, size_t old_length, size_t new_length, int flags, ...) noexcept {
+  leakscope::internal::HookCaller caller(__builtin_return_address(0));
   void* new_address = nullptr;
   if ((flags & MREMAP_FIXED) != 0) {
     va_list arguments;
