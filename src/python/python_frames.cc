@@ -50,6 +50,7 @@ struct PythonStack {
   int call_ends[kMaxPythonFrames];  // call i holds frames [call_ends[i-1], call_ends[i])
   int call_count = 0;
   int outermost_import = -1;  // the outermost frame of the import machinery, when importing
+  uintptr_t import_frame = 0, import_code = 0;  // that frame's address and code object
   bool cut = false;  // the chain was longer than what is read of it
   bool own = false;  // read from this thread's own state, not the running one (GIL released)
 
@@ -99,9 +100,32 @@ uintptr_t thread_state(const Walker& w, bool* own) {
   return mine != 0 && read_field<unsigned long>(mine, w.layout.tstate_thread_id) == self ? mine : 0;
 }
 
+// Where this thread's outermost import frame was at its last walk (0: it was not importing). An
+// import runs for a long while under the same outermost frame, allocating at every step: a walk
+// that finds that frame again starts reading there (import_frames_only()).
+struct ImportHint {
+  uintptr_t frame;
+  uintptr_t code;
+};
+__thread ImportHint t_import_hint __attribute__((tls_model("initial-exec"))) = {0, 0};
+
+// hinted_frame() is the frame of `chain` (innermost first) where the hinted import frame still
+// runs the same code, or 0. Only pointers are read on the way: no code object is looked at.
+uintptr_t hinted_frame(const PythonLayout& layout, uintptr_t chain) {
+  const ImportHint hint = t_import_hint;
+  for (int steps = 0; chain != 0 && steps < kMaxChainSteps; ++steps) {
+    if (chain == hint.frame) return read_field<uintptr_t>(chain, layout.frame_code) == hint.code ? chain : 0;
+    chain = read_field<uintptr_t>(chain, layout.frame_previous);
+  }
+  return 0;
+}
+
 // walk() reads this thread's Python frames into `stack`. Without the GIL too: only this thread
-// changes its own frame chain, and each frame holds its code object alive.
-void walk(PythonStack* stack) {
+// changes its own frame chain, and each frame holds its code object alive. With
+// `import_frames_only`, the frames inward of the last walk's outermost import frame are passed
+// over when that frame is still on the chain: the caller keeps none of them (a start-up stack
+// of an import keeps the code that imports, outward of it).
+void walk(PythonStack* stack, bool import_frames_only) {
   const Walker& w = g_walker;
   const PythonLayout& layout = w.layout;
   uintptr_t tstate = thread_state(w, &stack->own);
@@ -109,6 +133,8 @@ void walk(PythonStack* stack) {
   uintptr_t frame = layout.tstate_cframe != 0 ? read_field<uintptr_t>(tstate, layout.tstate_cframe) : tstate;
   if (frame == 0) return;
   frame = read_field<uintptr_t>(frame, layout.top_frame);
+  uintptr_t hinted = import_frames_only && t_import_hint.frame != 0 ? hinted_frame(layout, frame) : 0;
+  if (hinted != 0) frame = hinted;
   for (int steps = 0; frame != 0 && steps < kMaxChainSteps && stack->frame_count < kMaxPythonFrames; ++steps) {
     uintptr_t next = read_field<uintptr_t>(frame, layout.frame_previous);
     uint8_t owner = layout.frame_owner != 0 ? read_field<uint8_t>(frame, layout.frame_owner) : 0;
@@ -130,7 +156,11 @@ void walk(PythonStack* stack) {
       bool imports = false;
       uint32_t id = started && offset < (int64_t{1} << 32) ? python_code_id(layout, w.types, code, &imports) : 0;
       if (id != 0) {
-        if (imports) stack->outermost_import = stack->frame_count;
+        if (imports) {
+          stack->outermost_import = stack->frame_count;
+          stack->import_frame = frame;
+          stack->import_code = code;
+        }
         stack->frames[stack->frame_count++] = PythonStack::Frame{id, static_cast<uint32_t>(offset)};
       }
     }
@@ -140,6 +170,13 @@ void walk(PythonStack* stack) {
   if (frame != 0) {
     stack->cut = true;
     if (stack->frame_count > stack->call_begin(stack->call_count)) stack->end_call();
+  }
+  t_import_hint = ImportHint{stack->import_frame, stack->import_code};
+  // The hinted frame's code no longer imports (its object was freed and another made at its
+  // address): the frames passed over are needed after all.
+  if (hinted != 0 && stack->outermost_import < 0) {
+    *stack = PythonStack{};
+    walk(stack, false);
   }
 }
 
@@ -259,8 +296,12 @@ bool python_frames_attach(void* scope, int minor, const uint8_t* runtime) {
 
 int interpreter_capture_stack(ThreadState* thread, const StackRequest& request, uintptr_t* frames) {
   if (!g_active.load(std::memory_order_acquire)) return -1;
+  // A start-up stack that keeps only its innermost frame, the hook's caller, keeps no Python frame
+  // inward of the outermost import (unless that caller is the evaluation loop itself).
+  uintptr_t caller = leakscope_tls_hook_caller;
+  bool import_frames_only = request.startup_depth == 1 && caller != 0 && !in_eval(caller);
   PythonStack python;
-  walk(&python);
+  walk(&python, import_frames_only);
   if (python.frame_count == 0) return -1;
   // A library loaded by an import (torch._C loading libtorch) is part of that import.
   uint64_t marker = python.outermost_import >= 0 ? kImportFrame : request.startup_marker;
