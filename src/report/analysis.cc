@@ -353,6 +353,9 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   JudgedCapture capture(analysis->at);
   PeakCapture peak;
   read_run(reader, 0, &analysis->state, [&](const RunState& state) {
+    const SnapshotInfo& info = state.last_snapshot();
+    analysis->peak_program_rss_bytes =
+        std::max(analysis->peak_program_rss_bytes, info.rss_bytes - std::min(info.rss_bytes, info.overhead_bytes));
     if (state.snapshot_count() > judged) return;
     series.observe(state);
     capture_peak(state, &analysis->peak, &peak);

@@ -110,6 +110,7 @@ struct RunAnalysis {
   std::vector<OwnerReport> by_task;    // by live bytes, largest first
   std::vector<OwnerReport> by_thread;
   std::vector<ProcessSample> residency;  // up to the judged snapshot
+  uint64_t peak_program_rss_bytes = 0;   // the largest RSS of any snapshot less leakscope's own memory
   std::vector<ResidencyFinding> findings;
   PeakReport peak;
   TeardownReport teardown;

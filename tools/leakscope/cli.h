@@ -6,8 +6,13 @@
 #define LEAKSCOPE_TOOLS_CLI_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "report/analysis.h"
+#include "report/leak_gate.h"
+#include "report/suppressions.h"
 
 namespace leakscope::cli {
 
@@ -28,6 +33,7 @@ struct RunOptions {
   bool no_follow_fork = false;
   bool no_follow_exec = false;
   std::vector<std::string> extra_options;  // raw name=value pairs
+  std::string check;                       // --check: the gate's limits, "max-leaked=1MiB,..."
   std::vector<std::string> command;
 };
 
@@ -66,6 +72,42 @@ struct DiffOptions {
 };
 
 int diff_command(const DiffOptions& options);
+
+// The gate's limits and inputs as given (check's options, or run --check's "name=value,...").
+struct CheckOptions {
+  std::string file;
+  std::string at;
+  std::string fold;
+  std::string max_leaked, max_leak_rate, max_rss;
+  std::string baseline, max_growth;
+  std::vector<std::string> suppress;
+  std::string junit;
+  bool no_runtime_suppressions = false;
+};
+
+// parse_check_spec() reads run --check's "max-leaked=1MiB,max-leak-rate=100KiB/min,..." into
+// `options`; false with a one-line `error`.
+bool parse_check_spec(const std::string& spec, CheckOptions* options, std::string* error);
+
+// The gate ready to run: limits parsed, suppression and baseline files read, the JUnit path
+// checked.
+struct PreparedCheck {
+  report::GateLimits limits;
+  report::AnalysisOptions analysis;
+  report::Suppressions suppressions;
+  std::optional<report::Baseline> baseline;
+  bool runtime_residue = true;
+  std::string junit;
+};
+
+// prepare_check() validates `options` into `prepared`; kOk, or the exit code of the error it
+// printed.
+int prepare_check(const CheckOptions& options, PreparedCheck* prepared);
+
+// run_check() judges the stream `file` and prints the gate; kOk, kLimitExceeded or an error code.
+int run_check(const PreparedCheck& prepared, const std::string& file);
+
+int check_command(const CheckOptions& options);
 
 // preload_path() finds libleakscope.so next to this executable (build tree or install); empty
 // when it is not there.

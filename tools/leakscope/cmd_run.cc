@@ -66,9 +66,10 @@ std::string resolved_output(const std::string& pattern, pid_t pid) {
 // related_streams() tells of the other streams of this run (written since `started`, named after
 // `expected`, other than `written`): those of
 // child processes (FILE.PID) and, when the command exec'd (a wrapper script, env, a launcher), the
-// one its pid wrote last as the program it became (FILE.PID.N), which is the stream to report on.
+// one its pid wrote last as the program it became (FILE.PID.N), which is the stream to report on
+// (put in *became).
 std::string related_streams(const std::string& expected, const std::string& written, pid_t child,
-                            std::filesystem::file_time_type started) {
+                            std::filesystem::file_time_type started, std::string* became) {
   std::filesystem::path path(expected);
   std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : ".";
   std::string prefix = path.filename().string() + ".";
@@ -91,6 +92,7 @@ std::string related_streams(const std::string& expected, const std::string& writ
   if (others == 0) return "";
   std::string text = fmt::format(" and {} more stream{} ({}*)", others, others == 1 ? "" : "s", (directory / prefix).string());
   if (!last_image.empty()) text += fmt::format("; the command exec'd: the program it became wrote {}", last_image);
+  *became = last_image;
   return text;
 }
 
@@ -177,6 +179,17 @@ int run_command(const RunOptions& options) {
   std::string preload = preload_path();
   if (preload.empty()) return fail(kCannotLaunch, "cannot find libleakscope.so next to the leakscope executable");
 
+  PreparedCheck gate;
+  if (!options.check.empty()) {
+    CheckOptions check;
+    std::string error;
+    if (!parse_check_spec(options.check, &check, &error)) return fail(kUsage, error);
+    if (options.output.find("%e") != std::string::npos) {
+      return fail(kUsage, "--check needs to know the stream's name: -o without %e");
+    }
+    if (int code = prepare_check(check, &gate); code != kOk) return code;
+  }
+
   std::string runtime_options = join_options(options);
   internal::Options parsed;
   internal::options_set_defaults(&parsed);
@@ -237,14 +250,24 @@ int run_command(const RunOptions& options) {
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
+  std::string checked;  // the stream to gate: the root's, or the program it exec'd into
   if (options.output.find("%e") == std::string::npos) {
     std::string expected = resolved_output(options.output, child);
     std::string written = stream_of(expected, child);
-    if (!written.empty()) fmt::print(stderr, "leakscope: wrote {}{}\n", written, related_streams(expected, written, child, started));
+    std::string became;
+    if (!written.empty()) {
+      fmt::print(stderr, "leakscope: wrote {}{}\n", written, related_streams(expected, written, child, started, &became));
+    }
+    checked = became.empty() ? written : became;
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return kCannotLaunch;
+  int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : kCannotLaunch;
+  if (options.check.empty()) return exit_status;
+  if (checked.empty()) {
+    return exit_status != 0 ? exit_status : fail(kBadInput, "--check: the command left no stream to check");
+  }
+  std::fflush(stderr);
+  int gate_status = run_check(gate, checked);
+  return exit_status != 0 ? exit_status : gate_status;
 }
 
 }  // namespace leakscope::cli

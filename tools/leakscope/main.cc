@@ -32,10 +32,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  static const char* const kVerbs[] = {"run", "dump", "report", "diff"};
+  static const char* const kVerbs[] = {"run", "dump", "report", "diff", "check"};
   if (argc > 1 && argv[1][0] != '-' &&
       std::none_of(std::begin(kVerbs), std::end(kVerbs), [&](const char* verb) { return std::strcmp(argv[1], verb) == 0; })) {
-    return fail(kUsage, fmt::format("unknown verb '{}': use run, dump, report or diff (--help lists them)", argv[1]));
+    return fail(kUsage, fmt::format("unknown verb '{}': use run, dump, report, diff or check (--help lists them)", argv[1]));
   }
 
   CLI::App app{"leakscope: where a program's memory goes, and which code leaks it"};
@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
   run_verb->add_flag("--no-follow-fork", run.no_follow_fork, "Do not track forked children");
   run_verb->add_flag("--no-follow-exec", run.no_follow_exec, "Do not track programs the command execs");
   run_verb->add_option("--option", run.extra_options, "Any runtime option as name=value (see docs/options.md)");
+  run_verb->add_option("--check", run.check,
+                       "Gate the run when it ends, as check does: 'max-leaked=1MiB,max-leak-rate=100KiB/min,...'");
 
   DumpOptions dump;
   CLI::App* dump_verb = app.add_subcommand("dump", "Print the state at the last (or N-th) snapshot of FILE");
@@ -82,6 +84,21 @@ int main(int argc, char** argv) {
   diff_verb->add_option("--format", diff.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   diff_verb->add_option("--top", diff.top, "Sites shown")->check(CLI::Range(1, 1000000))->capture_default_str();
 
+  CheckOptions check;
+  CLI::App* check_verb = app.add_subcommand("check", "CI gate: exit 1 when the run's leaks, leak rate or RSS exceed their limits");
+  check_verb->add_option("file", check.file, "A .lsc stream")->required();
+  check_verb->add_option("--max-leaked", check.max_leaked, "Bytes in leak verdicts allowed (default 0 when no limit is given), e.g. 1MiB");
+  check_verb->add_option("--max-leak-rate", check.max_leak_rate, "Growth of the leaks allowed, e.g. 100KiB/min, 1MiB/s, 64MiB/h");
+  check_verb->add_option("--max-rss", check.max_rss, "Peak RSS allowed, less leakscope's own memory, e.g. 2GiB");
+  check_verb->add_option("--baseline", check.baseline, "An earlier report --format json to compare each leak with");
+  check_verb->add_option("--max-growth", check.max_growth, "Growth of a leak over the baseline allowed, in percent");
+  check_verb->add_option("--suppress", check.suppress, "A suppressions file (function:GLOB, file:GLOB, module:GLOB, leak:GLOB); repeatable");
+  check_verb->add_flag("--no-runtime-suppressions", check.no_runtime_suppressions,
+                       "Gate the runtime's own residue too (the loader's, stdio buffers, libstdc++'s pool)");
+  check_verb->add_option("--junit", check.junit, "Also write the checks as JUnit XML to this file");
+  check_verb->add_option("--at", check.at, at_help);
+  check_verb->add_option("--fold", check.fold, "Fold framework frames, as report does");
+
   try {
     app.parse(own_argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -111,6 +128,7 @@ int main(int argc, char** argv) {
       return report_command(report);
     }
     if (diff_verb->parsed()) return diff_command(diff);
+    if (check_verb->parsed()) return check_command(check);
     uint64_t dump_bytes = 0;
     if (!leakscope::internal::parse_size_bytes(dump_min_bytes.data(), dump_min_bytes.size(), &dump_bytes)) {
       return fail(kUsage, "--min-bytes: not a size: " + dump_min_bytes);

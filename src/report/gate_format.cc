@@ -1,0 +1,93 @@
+#include "report/gate_format.h"
+
+#include <fmt/format.h>
+
+#include "report/site_format.h"
+#include "report/text_layout.h"
+#include "report/units.h"
+
+namespace leakscope::report {
+namespace {
+
+std::string xml_escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // XML 1.0 has no place for other control characters.
+        if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t') out += c;
+    }
+  }
+  return out;
+}
+
+std::string gated_line(const char* label, const GatedGroup& group) {
+  std::string line = fmt::format("{} {}: {}, {}{}/min", label, group.name, format_bytes(group.live_bytes),
+                                 group.growth_bytes_per_min >= 0 ? "+" : "",
+                                 format_bytes(static_cast<int64_t>(group.growth_bytes_per_min)));
+  if (!group.left_out_by.empty()) line += " · " + group.left_out_by;
+  return wrap(line, "      ", "  ");
+}
+
+}  // namespace
+
+std::string gate_text(const RunAnalysis& analysis, const GateResult& result, const std::string& file) {
+  RunHeader header{analysis.state, analysis.at, analysis.judged, analysis.live_bytes_by_domain, "judged"};
+  std::string out = run_header_text(header, "leakscope check: " + file);
+  out += fmt::format("leaks: {} in {} group{}", format_bytes(result.leaked_bytes), result.counted.size(),
+                     result.counted.size() == 1 ? "" : "s");
+  if (!result.counted.empty()) {
+    out += fmt::format(", {}{}/min", result.leak_bytes_per_min >= 0 ? "+" : "",
+                       format_bytes(static_cast<int64_t>(result.leak_bytes_per_min)));
+  }
+  out += "\n";
+  for (const GatedGroup& group : result.counted) out += gated_line("leak", group);
+  for (const GatedGroup& group : result.runtime) out += gated_line("not gated, leak", group);
+  for (const GatedGroup& group : result.suppressed) out += gated_line("not gated, leak", group);
+  if (result.unjudged_groups != 0) {
+    out += wrap(fmt::format("note: {} group{} ({}) could not be judged, the run being too short for a trend: run "
+                            "longer or take snapshots more often (--interval)",
+                            result.unjudged_groups, result.unjudged_groups == 1 ? "" : "s",
+                            format_bytes(result.unjudged_bytes)),
+                "   ", "");
+  }
+  size_t failed = 0;
+  for (const GateCheck& check : result.checks) {
+    out += wrap(fmt::format("{} {}: {}", check.passed ? "PASS" : "FAIL", check.limit, check.text), "     ", "");
+    failed += check.passed ? 0 : 1;
+  }
+  if (failed == 0) {
+    out += fmt::format("leakscope check: passed ({} check{})\n", result.checks.size(), result.checks.size() == 1 ? "" : "s");
+  } else {
+    out += fmt::format("leakscope check: FAILED ({} of {} checks)\n", failed, result.checks.size());
+  }
+  return out;
+}
+
+std::string gate_junit(const GateResult& result, const std::string& file) {
+  size_t failures = 0;
+  for (const GateCheck& check : result.checks) failures += check.passed ? 0 : 1;
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += fmt::format("<testsuites tests=\"{}\" failures=\"{}\">\n", result.checks.size(), failures);
+  out += fmt::format("  <testsuite name=\"leakscope\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n",
+                     result.checks.size(), failures);
+  out += fmt::format("    <properties><property name=\"stream\" value=\"{}\"/></properties>\n", xml_escaped(file));
+  for (const GateCheck& check : result.checks) {
+    out += fmt::format("    <testcase classname=\"leakscope.check\" name=\"{}\"", xml_escaped(check.limit));
+    if (check.passed) {
+      out += fmt::format("><system-out>{}</system-out></testcase>\n", xml_escaped(check.text));
+    } else {
+      out += fmt::format("><failure message=\"{}\">{}</failure></testcase>\n", xml_escaped(check.text),
+                         xml_escaped(check.text));
+    }
+  }
+  out += "  </testsuite>\n</testsuites>\n";
+  return out;
+}
+
+}  // namespace leakscope::report

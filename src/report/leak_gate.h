@@ -1,0 +1,89 @@
+// File: leak_gate.h
+//
+// The CI gate: a run's analysis held against limits (leaked bytes, leak rate, peak RSS, growth
+// over a baseline report), with the runtime's own residue and the suppressed groups left out and
+// shown apart. `leakscope check` and `leakscope run --check` print it (gate_format.h).
+#ifndef LEAKSCOPE_REPORT_LEAK_GATE_H_
+#define LEAKSCOPE_REPORT_LEAK_GATE_H_
+
+#include <stdexcept>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/analysis.h"
+#include "report/suppressions.h"
+
+namespace leakscope::report {
+
+struct GateLimits {
+  std::optional<int64_t> max_leaked_bytes;      // bytes in leak groups at the judged snapshot
+  std::optional<double> max_leak_bytes_per_min;  // their growth, summed
+  std::optional<int64_t> max_rss_bytes;         // the largest RSS of any snapshot, less leakscope's own memory
+  std::optional<double> max_growth_percent;     // of each leak group over the baseline
+};
+
+// A baseline: an earlier `report --format json`, its groups' live bytes by match key.
+struct Baseline {
+  std::string path;
+  std::map<std::string, int64_t> live_bytes;
+};
+
+// A baseline file that cannot be read or is not a report document.
+class BaselineError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// load_baseline() reads a report JSON document; throws BaselineError.
+Baseline load_baseline(const std::string& path);
+
+// group_match_key() names a group across runs and builds: its first user frame's (or innermost
+// frame's) function and source file name, without line or address; a frame without a function
+// is its module's file name and offset (the same build).
+std::string group_match_key(const SymbolizedFrame& frame);
+
+struct GateOptions {
+  GateLimits limits;
+  const Suppressions* suppressions = nullptr;  // the user's rules, when given
+  bool runtime_residue = true;                 // leave out the runtime's own residue
+  const Baseline* baseline = nullptr;
+};
+
+// One leak group as the gate saw it.
+struct GatedGroup {
+  size_t group = 0;  // in RunAnalysis::groups
+  std::string name;  // "format_debug_trace(…) (inference_service.cc:84)"
+  int64_t live_bytes = 0;
+  double growth_bytes_per_min = 0;
+  std::string left_out_by;  // why the gate left it out (runtime residue, a rule); empty when counted
+};
+
+// One limit held against the run; a limit with several offending groups has one check each.
+struct GateCheck {
+  std::string limit;  // "max-leaked"
+  bool passed = true;
+  std::string text;   // "1.72 MiB leaked in 1 group > 1.00 MiB (largest: ...)"
+};
+
+struct GateResult {
+  std::vector<GatedGroup> counted;   // leak groups the limits apply to, by growth
+  std::vector<GatedGroup> runtime;   // leak groups that are the runtime's own residue
+  std::vector<GatedGroup> suppressed;  // leak groups a rule left out
+  int64_t leaked_bytes = 0;
+  double leak_bytes_per_min = 0;
+  uint64_t peak_rss_bytes = 0;  // less leakscope's own memory
+  size_t unjudged_groups = 0;   // groups a run too short could not judge
+  int64_t unjudged_bytes = 0;
+  std::vector<GateCheck> checks;
+  bool passed() const;
+};
+
+// evaluate_gate() holds `analysis` against `options`. A group is left out when every one of its
+// sites is runtime residue (or matches a rule); with no limit given, any leak fails the gate.
+GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options);
+
+}  // namespace leakscope::report
+
+#endif  // LEAKSCOPE_REPORT_LEAK_GATE_H_

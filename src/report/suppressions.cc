@@ -1,0 +1,124 @@
+#include "report/suppressions.h"
+
+#include <fnmatch.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/stream_format.h"
+#include "report/frame_roles.h"
+
+namespace leakscope::report {
+namespace {
+
+bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
+
+bool is_loader(const std::string& base) {
+  return starts_with(base, "ld-linux") || starts_with(base, "ld64.so") || starts_with(base, "ld.so");
+}
+
+// The C and C++ runtime every native program links: what it allocates with no caller of the
+// program's is its own.
+bool is_runtime_module(const std::string& module) {
+  std::string base = module_base_name(module);
+  return is_loader(base) || starts_with(base, "libc.so") || starts_with(base, "libstdc++.so") ||
+         starts_with(base, "libgcc_s.so") || starts_with(base, "libm.so") || starts_with(base, "libpthread.so");
+}
+
+bool glob(const std::string& pattern, const std::string& text) {
+  return !text.empty() && fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+bool matches(const SuppressionRule& rule, const SymbolizedFrame& frame) {
+  switch (rule.field) {
+    case SuppressionRule::Field::kFunction: return glob(rule.pattern, frame.function);
+    case SuppressionRule::Field::kFile: return glob(rule.pattern, frame.file);
+    case SuppressionRule::Field::kModule: return glob(rule.pattern, frame.module);
+    case SuppressionRule::Field::kAny:
+      return glob(rule.pattern, frame.function) || glob(rule.pattern, frame.file) || glob(rule.pattern, frame.module);
+  }
+  return false;
+}
+
+std::string trimmed(const std::string& text) {
+  size_t begin = text.find_first_not_of(" \t\r");
+  if (begin == std::string::npos) return "";
+  size_t end = text.find_last_not_of(" \t\r");
+  return text.substr(begin, end - begin + 1);
+}
+
+}  // namespace
+
+Suppressions Suppressions::parse(const std::string& text, const std::string& origin) {
+  Suppressions suppressions;
+  std::istringstream lines(text);
+  std::string raw;
+  for (int number = 1; std::getline(lines, raw); ++number) {
+    std::string line = trimmed(raw);
+    if (line.empty() || line[0] == '#') continue;
+    size_t colon = line.find(':');
+    std::string field = colon == std::string::npos ? "" : trimmed(line.substr(0, colon));
+    std::string pattern = colon == std::string::npos ? "" : trimmed(line.substr(colon + 1));
+    SuppressionRule rule;
+    if (field == "function") {
+      rule.field = SuppressionRule::Field::kFunction;
+    } else if (field == "file") {
+      rule.field = SuppressionRule::Field::kFile;
+    } else if (field == "module") {
+      rule.field = SuppressionRule::Field::kModule;
+    } else if (field == "leak") {
+      rule.field = SuppressionRule::Field::kAny;
+    } else {
+      throw SuppressionError(fmt::format("{}:{}: not a rule (function:GLOB, file:GLOB, module:GLOB or leak:GLOB): {}",
+                                         origin, number, line));
+    }
+    if (pattern.empty()) throw SuppressionError(fmt::format("{}:{}: the rule has no pattern: {}", origin, number, line));
+    rule.pattern = pattern;
+    rule.text = field + ":" + pattern;
+    rule.origin = origin;
+    rule.line = number;
+    suppressions.rules_.push_back(std::move(rule));
+  }
+  return suppressions;
+}
+
+Suppressions Suppressions::load(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw SuppressionError(fmt::format("{}: cannot read the suppressions file", path));
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) throw SuppressionError(fmt::format("{}: cannot read the suppressions file", path));
+  return parse(text.str(), path);
+}
+
+void Suppressions::append(const Suppressions& other) {
+  rules_.insert(rules_.end(), other.rules_.begin(), other.rules_.end());
+}
+
+const SuppressionRule* Suppressions::match(const std::vector<SymbolizedFrame>& frames) const {
+  for (const SuppressionRule& rule : rules_) {
+    for (const SymbolizedFrame& frame : frames) {
+      if (matches(rule, frame)) return &rule;
+    }
+  }
+  return nullptr;
+}
+
+const char* runtime_residue(const std::vector<SymbolizedFrame>& frames) {
+  const SymbolizedFrame* innermost = nullptr;
+  bool runtime_only = true;
+  for (const SymbolizedFrame& frame : frames) {
+    if (internal::is_startup_marker(frame.address)) continue;
+    if (innermost == nullptr) innermost = &frame;
+    if (frame.function == "_IO_file_doallocate") return "a stdio buffer";
+    if (!frame.language.empty() || !is_runtime_module(frame.module)) runtime_only = false;
+  }
+  if (innermost == nullptr) return nullptr;
+  if (is_loader(module_base_name(innermost->module))) return "the dynamic loader's own (link maps, thread TLS blocks)";
+  if (runtime_only) return "the C and C++ runtime's own (libstdc++'s emergency exception pool)";
+  return nullptr;
+}
+
+}  // namespace leakscope::report

@@ -1,0 +1,233 @@
+// `leakscope check` and `leakscope run --check`: the CI gate on real runs, its limits, baselines,
+// suppressions, JUnit output and the runtime's residue.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "harness.h"
+
+namespace leakscope::testing {
+namespace {
+
+// 250 records of 4096 bytes kept by parse_record: a leak of exactly 1,024,000 bytes (1000.00 KiB).
+std::string steady_leak_stream() {
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", fixture("steady_leak_ci"), "250"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  return file;
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+  std::string path = scratch_dir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find(line + "\n") != std::string::npos;
+}
+
+// unwrapped() joins the lines that text output wrapped at 100 columns (a continuation starts with
+// three spaces or more), so that a check finds a long line whole.
+std::string unwrapped(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text.compare(i, 4, "\n   ") == 0) {
+      while (i + 1 < text.size() && text[i + 1] == ' ') ++i;
+      out += ' ';
+      continue;
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+TEST(Check, SteadyLeakFailsWithOneLineNamingItAndPassesAtItsExactSize) {
+  std::string file = steady_leak_stream();
+  Outcome gate = leakscope({"check", file});
+  EXPECT_EQ(gate.exit_code, 1) << gate.out << gate.err;
+  EXPECT_NE(unwrapped(gate.out).find("\nleaks: 1000.00 KiB in 1 group, +"), std::string::npos) << gate.out;
+  EXPECT_NE(unwrapped(gate.out).find("\n  leak parse_record (steady_leak_ci.c:17): 1000.00 KiB, +"), std::string::npos) << gate.out;
+  EXPECT_NE(unwrapped(gate.out).find("FAIL max-leaked: 1000.00 KiB leaked in 1 group > 0 B (largest: parse_record (steady_leak_ci.c:17)"),
+            std::string::npos)
+      << gate.out;
+  EXPECT_TRUE(has_line(gate.out, "leakscope check: FAILED (1 of 1 checks)")) << gate.out;
+
+  Outcome exact = leakscope({"check", file, "--max-leaked", "1000KiB"});  // 1,024,000 bytes: within
+  EXPECT_EQ(exact.exit_code, 0) << exact.out;
+  EXPECT_NE(unwrapped(exact.out).find("PASS max-leaked: 1000.00 KiB leaked in 1 group <= 1000.00 KiB"), std::string::npos) << exact.out;
+  Outcome under = leakscope({"check", file, "--max-leaked", "1023999"});
+  EXPECT_EQ(under.exit_code, 1) << under.out;
+}
+
+TEST(Check, LeakRateAndRssLimitsHoldOrFailEachOnItsOwnLine) {
+  std::string file = steady_leak_stream();
+  Outcome strict = leakscope({"check", file, "--max-leak-rate", "1KiB/min", "--max-rss", "1MiB", "--max-leaked", "64MiB"});
+  EXPECT_EQ(strict.exit_code, 1) << strict.out;
+  EXPECT_NE(unwrapped(strict.out).find("FAIL max-leak-rate: leaks grow +"), std::string::npos) << strict.out;
+  EXPECT_NE(unwrapped(strict.out).find("(fastest: parse_record (steady_leak_ci.c:17) +"), std::string::npos) << strict.out;
+  EXPECT_NE(unwrapped(strict.out).find("FAIL max-rss: peak RSS "), std::string::npos) << strict.out;
+  EXPECT_NE(unwrapped(strict.out).find("PASS max-leaked:"), std::string::npos) << strict.out;
+  EXPECT_TRUE(has_line(strict.out, "leakscope check: FAILED (2 of 3 checks)")) << strict.out;
+
+  Outcome loose = leakscope({"check", file, "--max-leak-rate", "1GiB/s", "--max-rss", "8GiB"});
+  EXPECT_EQ(loose.exit_code, 0) << loose.out;
+  EXPECT_TRUE(has_line(loose.out, "leakscope check: passed (2 checks)")) << loose.out;
+}
+
+TEST(Check, BaselineMatchesLeaksByFunctionAndFailsNewOrGrownOnes) {
+  std::string file = steady_leak_stream();
+  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  nlohmann::json baseline = nlohmann::json::parse(report.out);
+  std::string same = write_file("same.json", baseline.dump());
+  Outcome unchanged = leakscope({"check", file, "--baseline", same, "--max-growth", "0"});
+  EXPECT_EQ(unchanged.exit_code, 0) << unchanged.out;
+  EXPECT_NE(unwrapped(unchanged.out).find("PASS max-growth: no leak group grew more than 0%"), std::string::npos) << unchanged.out;
+
+  // An earlier build: the leak held half as much, at another line.
+  nlohmann::json earlier = baseline;
+  for (auto& group : earlier["groups"]) {
+    if (group["verdict"] != "leak") continue;
+    group["live_bytes"] = group["live_bytes"].get<int64_t>() / 2;
+    group["first_user_frame"]["line"] = 999;
+    group["first_user_frame"]["address"] = "0x1";
+  }
+  std::string half = write_file("half.json", earlier.dump());
+  Outcome grown = leakscope({"check", file, "--baseline", half, "--max-growth", "50%"});
+  EXPECT_EQ(grown.exit_code, 1) << grown.out;
+  EXPECT_NE(unwrapped(grown.out).find("FAIL max-growth: parse_record (steady_leak_ci.c:17) 1000.00 KiB is +100% over the "
+                           "baseline's 500.00 KiB > 50%"),
+            std::string::npos)
+      << grown.out;
+  EXPECT_EQ(leakscope({"check", file, "--baseline", half, "--max-growth", "100"}).exit_code, 0);
+
+  nlohmann::json without = baseline;
+  without["groups"] = nlohmann::json::array();
+  std::string none = write_file("none.json", without.dump());
+  Outcome fresh = leakscope({"check", file, "--baseline", none, "--max-growth", "1000"});
+  EXPECT_EQ(fresh.exit_code, 1) << fresh.out;
+  EXPECT_NE(unwrapped(fresh.out).find("FAIL max-growth: new leak: parse_record (steady_leak_ci.c:17) 1000.00 KiB (not in the baseline"),
+            std::string::npos)
+      << fresh.out;
+}
+
+TEST(Check, SuppressedLeaksAreShownApartAndNotGated) {
+  std::string file = steady_leak_stream();
+  std::string rules = write_file("known.supp", "# a parser leak the vendor knows of\n\nfunction:parse_record*\n");
+  Outcome suppressed = leakscope({"check", file, "--suppress", rules});
+  EXPECT_EQ(suppressed.exit_code, 0) << suppressed.out << suppressed.err;
+  EXPECT_TRUE(has_line(suppressed.out, "leaks: 0 B in 0 groups")) << suppressed.out;
+  EXPECT_NE(unwrapped(suppressed.out).find("not gated, leak parse_record (steady_leak_ci.c:17): 1000.00 KiB"), std::string::npos)
+      << suppressed.out;
+  EXPECT_NE(unwrapped(suppressed.out).find("suppressed by function:parse_record* (" + rules + ":3)"), std::string::npos)
+      << suppressed.out;
+
+  // LeakSanitizer's `leak:` matches a module too.
+  std::string by_module = write_file("module.supp", "leak:*steady_leak_ci\n");
+  EXPECT_EQ(leakscope({"check", file, "--suppress", by_module}).exit_code, 0);
+  std::string unrelated = write_file("other.supp", "function:zlib_*\nmodule:*libcuda.so*\nfile:*/vendor/*\n");
+  EXPECT_EQ(leakscope({"check", file, "--suppress", unrelated}).exit_code, 1);
+
+  std::string broken = write_file("broken.supp", "function:ok\nparse_record\n");
+  Outcome bad = leakscope({"check", file, "--suppress", broken});
+  EXPECT_EQ(bad.exit_code, 3);
+  EXPECT_EQ(bad.err, "leakscope: error: " + broken + ":2: not a rule (function:GLOB, file:GLOB, module:GLOB or leak:GLOB): "
+                     "parse_record\n");
+  Outcome missing = leakscope({"check", file, "--suppress", scratch_dir() + "/none.supp"});
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(missing.err.find("cannot read the suppressions file"), std::string::npos) << missing.err;
+}
+
+TEST(Check, JUnitHoldsOneTestCasePerLimit) {
+  std::string file = steady_leak_stream();
+  std::string junit = scratch_dir() + "/gate.xml";
+  Outcome gate = leakscope({"check", file, "--max-leaked", "0", "--max-rss", "8GiB", "--junit", junit});
+  EXPECT_EQ(gate.exit_code, 1);
+  std::string xml = read_file(junit);
+  EXPECT_NE(xml.find("<testsuite name=\"leakscope\" tests=\"2\" failures=\"1\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<testcase classname=\"leakscope.check\" name=\"max-leaked\"><failure message=\"1000.00 KiB leaked"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<testcase classname=\"leakscope.check\" name=\"max-rss\"><system-out>peak RSS"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("&lt;= 8.00 GiB (less leakscope&apos;s own memory)"), std::string::npos) << xml;
+
+  Outcome unwritable = leakscope({"check", file, "--junit", scratch_dir() + "/no/such/dir/gate.xml"});
+  EXPECT_EQ(unwritable.exit_code, 4);
+  EXPECT_NE(unwritable.err.find("--junit: cannot write"), std::string::npos) << unwritable.err;
+}
+
+TEST(Check, BadLimitsAndInputsGetOneLineAndTheirExitCode) {
+  std::string file = steady_leak_stream();
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string error;
+  };
+  std::string not_json = write_file("baseline.json", "{\"groups\": [{\"id\": 0}]}");
+  std::string garbage = write_file("garbage.lsc", std::string(4096, 'x'));
+  std::vector<Case> cases = {
+      {{"check", file, "--max-leak-rate", "5MiB/week"}, 2, "max-leak-rate: not a rate"},
+      {{"check", file, "--max-leaked", "lots"}, 2, "max-leaked: not a size: lots"},
+      {{"check", file, "--baseline", not_json}, 2, "a baseline and max-growth go together"},
+      {{"check", file, "--max-growth", "10"}, 2, "a baseline and max-growth go together"},
+      {{"check", file, "--max-growth", "ten", "--baseline", not_json}, 2, "max-growth: not a percentage: ten"},
+      {{"check", file, "--baseline", not_json, "--max-growth", "10"}, 3, "a group without live_bytes"},
+      {{"check", garbage}, 3, garbage},
+      {{"check", scratch_dir() + "/missing.lsc"}, 3, "missing.lsc"},
+  };
+  for (const Case& c : cases) {
+    Outcome outcome = leakscope(c.args);
+    EXPECT_EQ(outcome.exit_code, c.code) << c.args[2] << ": " << outcome.err;
+    EXPECT_EQ(std::count(outcome.err.begin(), outcome.err.end(), '\n'), 1) << outcome.err;
+    EXPECT_NE(outcome.err.find(c.error), std::string::npos) << outcome.err;
+  }
+}
+
+TEST(Check, RunCheckGatesInOneStepAndAFailingCommandKeepsItsStatus) {
+  std::string directory = scratch_dir();
+  Outcome leaking = leakscope({"run", "-o", directory + "/a.lsc", "--check", "max-leaked=512KiB,max-rss=8GiB", "--",
+                               fixture("steady_leak_ci"), "250"});
+  EXPECT_EQ(leaking.exit_code, 1) << leaking.out << leaking.err;
+  EXPECT_NE(unwrapped(leaking.out).find("records=250"), std::string::npos);  // the command's own output, untouched
+  EXPECT_NE(unwrapped(leaking.out).find("FAIL max-leaked: 1000.00 KiB leaked in 1 group > 512.00 KiB"), std::string::npos)
+      << leaking.out;
+  EXPECT_NE(unwrapped(leaking.out).find("PASS max-rss:"), std::string::npos) << leaking.out;
+
+  Outcome allowed = leakscope({"run", "-o", directory + "/b.lsc", "--check", "max-leaked=64MiB", "--",
+                               fixture("steady_leak_ci"), "100"});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.out << allowed.err;
+
+  Outcome failed = leakscope({"run", "-o", directory + "/c.lsc", "--check", "max-leaked=64MiB", "--",
+                              fixture("steady_leak_ci"), "100", "3"});
+  EXPECT_EQ(failed.exit_code, 3) << failed.out << failed.err;  // the tests' failure wins over a passing gate
+  EXPECT_NE(unwrapped(failed.out).find("leakscope check: passed"), std::string::npos) << failed.out;
+
+  Outcome misspelt = leakscope({"run", "-o", directory + "/d.lsc", "--check", "max-lekaed=1MiB", "--",
+                                fixture("steady_leak_ci"), "10"});
+  EXPECT_EQ(misspelt.exit_code, 2);
+  EXPECT_NE(misspelt.err.find("--check: unknown limit 'max-lekaed'"), std::string::npos) << misspelt.err;
+  EXPECT_FALSE(std::filesystem::exists(directory + "/d.lsc"));  // refused before the command ran
+}
+
+TEST(Check, TheRuntimesOwnResidueIsShownApartAndNeverGated) {
+  // 40 workers parked for good: each one's TLS block (304 bytes, from the dynamic loader) grows
+  // with them, a leak by its trend but the runtime's.
+  std::string file = scratch_dir() + "/workers.lsc";
+  ASSERT_EQ(leakscope({"run", "-o", file, "--interval", "100ms", "--", fixture("parked_workers"), "40"}).exit_code, 0);
+  Outcome gate = leakscope({"check", file});
+  EXPECT_EQ(gate.exit_code, 0) << gate.out;
+  EXPECT_TRUE(has_line(gate.out, "leaks: 0 B in 0 groups")) << gate.out;
+  EXPECT_NE(unwrapped(gate.out).find("not gated, leak start_worker (parked_workers.c:26)"), std::string::npos) << gate.out;
+  EXPECT_NE(unwrapped(gate.out).find("runtime: the dynamic loader's own (link maps, thread TLS blocks)"), std::string::npos) << gate.out;
+
+  Outcome gated = leakscope({"check", file, "--no-runtime-suppressions"});
+  EXPECT_EQ(gated.exit_code, 1) << gated.out;
+  EXPECT_NE(unwrapped(gated.out).find("FAIL max-leaked: 11.88 KiB leaked in 1 group > 0 B (largest: start_worker"), std::string::npos)
+      << gated.out;
+}
+
+}  // namespace
+}  // namespace leakscope::testing
