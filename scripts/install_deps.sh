@@ -8,8 +8,10 @@ packages=(
   libunwind-dev        # stack capture in the preload
   libdw-dev libelf-dev # offline symbolization in the CLI
   libfmt-dev nlohmann-json3-dev libcli11-dev
+  libprotobuf-dev protobuf-compiler  # export --pprof (profile.proto)
   libgtest-dev libgmock-dev libbenchmark-dev
-  zlib1g-dev           # integration test: a leak inside a system library (zlib)
+  zlib1g-dev           # export --pprof's gzip; integration test: a leak inside a system library (zlib)
+  golang-go            # integration test: go tool pprof reads the exported profile
   libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools4 libmimalloc2.0  # integration tests: allocators preloaded below leakscope
   heaptrack            # benchmark peer
   python3              # a real program in the integration tests; the benchmark runner

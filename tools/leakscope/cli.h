@@ -109,6 +109,16 @@ int run_check(const PreparedCheck& prepared, const std::string& file);
 
 int check_command(const CheckOptions& options);
 
+struct ExportOptions {
+  std::string file;
+  std::string at;
+  std::string fold;
+  std::string pprof;   // --pprof OUT.pb.gz
+  std::string folded;  // --folded OUT
+};
+
+int export_command(const ExportOptions& options);
+
 // preload_path() finds libleakscope.so next to this executable (build tree or install); empty
 // when it is not there.
 std::string preload_path();

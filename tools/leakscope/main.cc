@@ -32,10 +32,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  static const char* const kVerbs[] = {"run", "dump", "report", "diff", "check"};
+  static const char* const kVerbs[] = {"run", "dump", "report", "diff", "check", "export"};
   if (argc > 1 && argv[1][0] != '-' &&
       std::none_of(std::begin(kVerbs), std::end(kVerbs), [&](const char* verb) { return std::strcmp(argv[1], verb) == 0; })) {
-    return fail(kUsage, fmt::format("unknown verb '{}': use run, dump, report, diff or check (--help lists them)", argv[1]));
+    return fail(kUsage, fmt::format("unknown verb '{}': use run, dump, report, diff, check or export (--help lists them)", argv[1]));
   }
 
   CLI::App app{"leakscope: where a program's memory goes, and which code leaks it"};
@@ -99,6 +99,14 @@ int main(int argc, char** argv) {
   check_verb->add_option("--at", check.at, at_help);
   check_verb->add_option("--fold", check.fold, "Fold framework frames, as report does");
 
+  ExportOptions exported;
+  CLI::App* export_verb = app.add_subcommand("export", "The judged run as a pprof profile or folded stacks (flame graphs)");
+  export_verb->add_option("file", exported.file, "A .lsc stream")->required();
+  export_verb->add_option("--pprof", exported.pprof, "Write a gzipped pprof profile (go tool pprof, Pyroscope, Grafana)");
+  export_verb->add_option("--folded", exported.folded, "Write folded stacks of live bytes (flamegraph.pl, speedscope)");
+  export_verb->add_option("--at", exported.at, at_help);
+  export_verb->add_option("--fold", exported.fold, "Fold framework frames when grouping, as report does");
+
   try {
     app.parse(own_argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -129,6 +137,7 @@ int main(int argc, char** argv) {
     }
     if (diff_verb->parsed()) return diff_command(diff);
     if (check_verb->parsed()) return check_command(check);
+    if (export_verb->parsed()) return export_command(exported);
     uint64_t dump_bytes = 0;
     if (!leakscope::internal::parse_size_bytes(dump_min_bytes.data(), dump_min_bytes.size(), &dump_bytes)) {
       return fail(kUsage, "--min-bytes: not a size: " + dump_min_bytes);

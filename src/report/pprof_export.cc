@@ -1,0 +1,171 @@
+#include "report/pprof_export.h"
+
+#include <zlib.h>
+
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/stream_format.h"
+#include "src/report/profile.pb.h"  // generated from profile.proto (build tree)
+#include "report/verdict.h"
+
+namespace leakscope::report {
+namespace {
+
+// A module path as the symbolizer shows it may carry " (missing)" or " (changed)".
+std::string module_path(const std::string& shown) {
+  size_t note = shown.find(" (");
+  return note == std::string::npos ? shown : shown.substr(0, note);
+}
+
+std::string hex(const std::string& bytes) {
+  std::string out;
+  for (unsigned char byte : bytes) out += fmt::format("{:02x}", byte);
+  return out;
+}
+
+class ProfileBuilder {
+ public:
+  explicit ProfileBuilder(RunAnalysis& analysis) : analysis_(analysis) { string_id(""); }
+
+  perftools::profiles::Profile build() {
+    for (const char* type : {"inuse_objects", "inuse_space", "leaked_space"}) {
+      auto* sample_type = profile_.add_sample_type();
+      sample_type->set_type(string_id(type));
+      sample_type->set_unit(string_id(std::string(type) == "inuse_objects" ? "count" : "bytes"));
+    }
+    profile_.set_default_sample_type(string_id("inuse_space"));
+    profile_.mutable_period_type()->set_type(string_id("space"));
+    profile_.mutable_period_type()->set_unit(string_id("bytes"));
+    uint64_t interval = analysis_.state.process().sample_interval;
+    profile_.set_period(static_cast<int64_t>(interval == 0 ? 1 : interval));
+    profile_.set_time_nanos(static_cast<int64_t>(analysis_.judged.realtime_ns));
+    profile_.set_duration_nanos(static_cast<int64_t>(analysis_.judged.time_ns));
+    profile_.add_comment(string_id(fmt::format("leakscope: {} (pid {}), judged at snapshot {}", analysis_.state.process().exe,
+                                               analysis_.state.process().pid, analysis_.at.index)));
+    for (const SiteReport& site : analysis_.sites) {
+      if (site.summary.live_bytes <= 0 && site.summary.live_blocks <= 0) continue;
+      const GroupReport& group = analysis_.groups[site.group];
+      bool leak = group.judgement.verdict == Verdict::kLeak;
+      auto* sample = profile_.add_sample();
+      add_locations(analysis_.symbolizer->stack(site.summary.stack), sample);
+      sample->add_value(site.summary.live_blocks);
+      sample->add_value(site.summary.live_bytes);
+      sample->add_value(leak ? site.summary.live_bytes : 0);
+      add_label(sample, "domain", domain_name(site.summary.domain));
+      add_label(sample, "verdict", verdict_name(group.judgement.verdict));
+    }
+    for (const std::string& text : strings_) profile_.add_string_table(text);
+    return std::move(profile_);
+  }
+
+ private:
+  int64_t string_id(const std::string& text) {
+    auto [found, inserted] = string_ids_.emplace(text, static_cast<int64_t>(strings_.size()));
+    if (inserted) strings_.push_back(text);
+    return found->second;
+  }
+
+  void add_label(perftools::profiles::Sample* sample, const char* key, const std::string& value) {
+    auto* label = sample->add_label();
+    label->set_key(string_id(key));
+    label->set_str(string_id(value));
+  }
+
+  uint64_t function_id(const SymbolizedFrame& frame) {
+    std::string name = frame.function.empty() ? fmt::format("{:#x}", frame.module_offset) : frame.function;
+    std::string key = name + '\0' + frame.file;
+    auto found = function_ids_.find(key);
+    if (found != function_ids_.end()) return found->second;
+    auto* function = profile_.add_function();
+    function->set_id(static_cast<uint64_t>(profile_.function_size()));
+    function->set_name(string_id(name));
+    function->set_system_name(string_id(name));
+    function->set_filename(string_id(frame.file));
+    function_ids_.emplace(key, function->id());
+    return function->id();
+  }
+
+  // mapping_id() is the mapping of `frame`'s module, 0 for frames of no module (Python frames,
+  // start-up markers).
+  uint64_t mapping_id(const SymbolizedFrame& frame) {
+    std::string path = module_path(frame.module);
+    if (path.empty() || !frame.language.empty() || internal::is_startup_marker(frame.address)) return 0;
+    auto found = mapping_ids_.find(path);
+    if (found != mapping_ids_.end()) return found->second;
+    auto* mapping = profile_.add_mapping();
+    mapping->set_id(static_cast<uint64_t>(profile_.mapping_size()));
+    mapping->set_filename(string_id(path));
+    for (const Module& module : analysis_.state.modules()) {
+      if (module.path != path) continue;
+      mapping->set_build_id(string_id(hex(module.build_id)));
+      for (const ModuleSegment& segment : module.segments) {
+        if ((segment.flags & 1) == 0) continue;  // PF_X: the code the addresses are in
+        mapping->set_memory_start(module.base + segment.vaddr);
+        mapping->set_memory_limit(module.base + segment.vaddr + segment.memsz);
+        mapping->set_file_offset(segment.file_offset);
+        break;
+      }
+      break;
+    }
+    mapping->set_has_functions(true);
+    mapping->set_has_filenames(true);
+    mapping->set_has_line_numbers(true);
+    mapping->set_has_inline_frames(true);
+    mapping_ids_.emplace(path, mapping->id());
+    return mapping->id();
+  }
+
+  // add_locations() puts `frames` into `sample`, innermost first: a run of inlined frames and
+  // the frame they were inlined into is one location of several lines.
+  void add_locations(const std::vector<SymbolizedFrame>& frames, perftools::profiles::Sample* sample) {
+    size_t begin = 0;
+    for (size_t i = 0; i < frames.size(); ++i) {
+      if (frames[i].inlined && i + 1 < frames.size()) continue;
+      uint64_t address = frames[i].address;
+      auto found = location_ids_.find(address);
+      if (found == location_ids_.end()) {
+        auto* location = profile_.add_location();
+        location->set_id(static_cast<uint64_t>(profile_.location_size()));
+        location->set_mapping_id(mapping_id(frames[i]));
+        if (location->mapping_id() != 0) location->set_address(address);
+        for (size_t f = begin; f <= i; ++f) {
+          auto* line = location->add_line();
+          line->set_function_id(function_id(frames[f]));
+          line->set_line(frames[f].line);
+        }
+        found = location_ids_.emplace(address, location->id()).first;
+      }
+      sample->add_location_id(found->second);
+      begin = i + 1;
+    }
+  }
+
+  RunAnalysis& analysis_;
+  perftools::profiles::Profile profile_;
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, int64_t> string_ids_;
+  std::unordered_map<std::string, uint64_t> function_ids_;
+  std::unordered_map<std::string, uint64_t> mapping_ids_;
+  std::unordered_map<uint64_t, uint64_t> location_ids_;
+};
+
+}  // namespace
+
+std::string pprof_profile(RunAnalysis& analysis) {
+  std::string bytes;
+  ProfileBuilder(analysis).build().SerializeToString(&bytes);
+  return bytes;
+}
+
+void write_pprof(RunAnalysis& analysis, const std::string& path) {
+  std::string bytes = pprof_profile(analysis);
+  gzFile file = gzopen(path.c_str(), "wb");
+  if (file == nullptr) throw ExportError(fmt::format("--pprof: cannot write '{}'", path));
+  bool written = bytes.empty() || gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())) > 0;
+  if (gzclose(file) != Z_OK || !written) throw ExportError(fmt::format("--pprof: cannot write '{}'", path));
+}
+
+}  // namespace leakscope::report

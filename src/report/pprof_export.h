@@ -1,0 +1,33 @@
+// File: pprof_export.h
+//
+// The judged run as a pprof profile (gzipped profile.proto, docs/FORMAT.md): what `go tool
+// pprof`, Pyroscope and Grafana read. It holds every live site at the judged snapshot, as
+// `report` judges it.
+#ifndef LEAKSCOPE_REPORT_PPROF_EXPORT_H_
+#define LEAKSCOPE_REPORT_PPROF_EXPORT_H_
+
+#include <stdexcept>
+#include <string>
+
+#include "report/analysis.h"
+
+namespace leakscope::report {
+
+// An export file that cannot be written.
+class ExportError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// pprof_profile() is the profile, serialized and not yet compressed: one sample per live site
+// with its frames as locations (inlined calls as lines of one location, Python frames as
+// functions of their file), values inuse_objects, inuse_space and leaked_space (the site's bytes
+// when its group is a leak), labels domain and verdict; modules as mappings with build-ids.
+std::string pprof_profile(RunAnalysis& analysis);
+
+// write_pprof() writes pprof_profile() gzipped to `path`; throws ExportError.
+void write_pprof(RunAnalysis& analysis, const std::string& path);
+
+}  // namespace leakscope::report
+
+#endif  // LEAKSCOPE_REPORT_PPROF_EXPORT_H_

@@ -1,0 +1,106 @@
+// `leakscope export`: the judged run as a pprof profile, read back by Go's own pprof, and as
+// folded stacks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "harness.h"
+
+namespace leakscope::testing {
+namespace {
+
+// 250 records of 4096 bytes kept by parse_record: a leak of exactly 1,024,000 bytes.
+std::string steady_leak_stream() {
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", fixture("steady_leak_ci"), "250"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  return file;
+}
+
+// go_pprof() runs Debian golang-go's `go tool pprof` with `args`.
+Outcome go_pprof(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"go", "tool", "pprof"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_program(argv, {{"HOME", scratch_dir()}, {"PPROF_TMPDIR", scratch_dir()}});
+}
+
+TEST(Export, PprofProfileIsReadByGosPprofWithTheLeaksFunctionAndExactBytes) {
+  std::string file = steady_leak_stream();
+  std::string profile = scratch_dir() + "/run.pb.gz";
+  Outcome exported = leakscope({"export", file, "--pprof", profile});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(exported.out, "");
+
+  Outcome leaked = go_pprof({"-top", "-sample_index=leaked_space", "-unit=byte", profile});
+  ASSERT_EQ(leaked.exit_code, 0) << leaked.err << " (scripts/install_deps.sh installs golang-go)";
+  EXPECT_NE(leaked.out.find("Type: leaked_space"), std::string::npos) << leaked.out;
+  EXPECT_NE(leaked.out.find("Total samples = 1024000B"), std::string::npos) << leaked.out;
+  std::istringstream lines(leaked.out);
+  std::string line;
+  bool found = false;
+  while (std::getline(lines, line)) {
+    // flat, flat%, sum%, cum, cum%, function: the leak's function holds all of it itself.
+    if (line.find("parse_record") != std::string::npos) {
+      found = true;
+      EXPECT_EQ(line.rfind("  1024000B", 0), 0u) << line;
+    }
+  }
+  EXPECT_TRUE(found) << leaked.out;
+
+  Outcome objects = go_pprof({"-traces", "-sample_index=inuse_objects", profile});
+  ASSERT_EQ(objects.exit_code, 0) << objects.err;
+  EXPECT_NE(objects.out.find("       250   parse_record"), std::string::npos) << objects.out;
+  EXPECT_NE(objects.out.find("main"), std::string::npos) << objects.out;
+
+  // The build-id of the executable names its mapping.
+  Outcome raw = go_pprof({"-raw", profile});
+  ASSERT_EQ(raw.exit_code, 0) << raw.err;
+  EXPECT_NE(raw.out.find("steady_leak_ci"), std::string::npos) << raw.out;
+  EXPECT_NE(raw.out.find("domain:[heap] verdict:[leak]"), std::string::npos) << raw.out;
+}
+
+TEST(Export, FoldedStacksRunOutermostFirstAndSumToTheLiveBytes) {
+  std::string file = steady_leak_stream();
+  std::string folded = scratch_dir() + "/run.folded";
+  ASSERT_EQ(leakscope({"export", file, "--folded", folded}).exit_code, 0);
+  nlohmann::json judged = nlohmann::json::parse(leakscope({"report", "--format", "json", file}).out);
+  std::istringstream lines(read_file(folded));
+  std::string line;
+  int64_t total = 0;
+  bool leak_line = false;
+  while (std::getline(lines, line)) {
+    size_t space = line.rfind(' ');
+    ASSERT_NE(space, std::string::npos) << line;
+    int64_t bytes = std::stoll(line.substr(space + 1));
+    EXPECT_GT(bytes, 0) << line;
+    total += bytes;
+    if (line.find("parse_record") != std::string::npos) {
+      leak_line = true;
+      EXPECT_NE(line.find(";main;parse_record 1024000"), std::string::npos) << line;
+    }
+  }
+  EXPECT_TRUE(leak_line);
+  int64_t live = 0;
+  for (const auto& [domain, bytes] : judged["live_bytes_by_domain"].items()) live += bytes.get<int64_t>();
+  EXPECT_EQ(total, live);
+}
+
+TEST(Export, NoOutputUnwritableOutputAndBadStreamsGetOneLine) {
+  std::string file = steady_leak_stream();
+  Outcome nothing = leakscope({"export", file});
+  EXPECT_EQ(nothing.exit_code, 2);
+  EXPECT_EQ(nothing.err, "leakscope: error: export needs an output: --pprof OUT.pb.gz and/or --folded OUT\n");
+  Outcome unwritable = leakscope({"export", file, "--pprof", scratch_dir() + "/no/dir/run.pb.gz"});
+  EXPECT_EQ(unwritable.exit_code, 4);
+  EXPECT_NE(unwritable.err.find("cannot write"), std::string::npos) << unwritable.err;
+  std::string garbage = scratch_dir() + "/garbage.lsc";
+  std::ofstream(garbage) << std::string(1000, 'z');
+  Outcome bad = leakscope({"export", garbage, "--folded", scratch_dir() + "/out.folded"});
+  EXPECT_EQ(bad.exit_code, 3);
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
+}  // namespace
+}  // namespace leakscope::testing
