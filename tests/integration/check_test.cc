@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "harness.h"
 
@@ -227,6 +228,25 @@ TEST(Check, TheRuntimesOwnResidueIsShownApartAndNeverGated) {
   EXPECT_EQ(gated.exit_code, 1) << gated.out;
   EXPECT_NE(unwrapped(gated.out).find("FAIL max-leaked: 11.88 KiB leaked in 1 group > 0 B (largest: start_worker"), std::string::npos)
       << gated.out;
+}
+
+TEST(Check, TheCiExamplePassesTheDemoWhenItsLimitAllowsTheLeakAndFailsWithAClearLine) {
+  std::string script = std::string(LEAKSCOPE_SOURCE_DIR) + "/examples/ci/gate_demo.sh";
+  std::map<std::string, std::string> env{{"BUILD_DIR", LEAKSCOPE_BUILD_DIR}, {"DEMO_SECONDS", "3"}};
+  env["OUT_DIR"] = scratch_dir();
+  Outcome allowed = run_program({"bash", script}, env);
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.out << allowed.err;
+  EXPECT_TRUE(has_line(allowed.out, "leakscope check: passed (3 checks)")) << allowed.out;
+  EXPECT_NE(read_file(env["OUT_DIR"] + "/leak-gate.xml").find("failures=\"0\""), std::string::npos);
+
+  env["OUT_DIR"] = scratch_dir();
+  env["MAX_LEAKED"] = "256KiB";  // the demo leaks about 290 KiB a second
+  Outcome strict = run_program({"bash", script}, env);
+  EXPECT_EQ(strict.exit_code, 1) << strict.out << strict.err;
+  EXPECT_NE(unwrapped(strict.out).find("> 256.00 KiB (largest: format_debug_trace (inference_service.cc:84)"),
+            std::string::npos)
+      << strict.out;
+  EXPECT_NE(strict.out.find("FAIL max-leaked: "), std::string::npos) << strict.out;
 }
 
 }  // namespace
