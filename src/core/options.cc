@@ -144,8 +144,7 @@ bool parse_size_bytes(const char* text, size_t length, uint64_t* out) {
     if (unit[0] != multiple.letter) continue;
     bool spelled = unit_length == 1 || (unit_length == 2 && unit[1] == 'B') ||
                    (unit_length == 3 && unit[1] == 'i' && unit[2] == 'B');
-    if (!spelled) return false;
-    *out = value * multiple.scale;
+    if (!spelled || __builtin_mul_overflow(value, multiple.scale, out)) return false;
     return true;
   }
   return false;

@@ -362,6 +362,7 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
     capture.observe(state);
     if (capture.done()) series.finish(state);
   });
+  analysis->damaged_spans = reader.damaged().size();
   const RunState& state = analysis->state;
   if (state.snapshot_count() < judged) {
     // The skim saw more snapshots than the full read could use (a frame it did not check).

@@ -111,6 +111,7 @@ struct RunAnalysis {
   std::vector<OwnerReport> by_thread;
   std::vector<ProcessSample> residency;  // up to the judged snapshot
   uint64_t peak_program_rss_bytes = 0;   // the largest RSS of any snapshot less leakscope's own memory
+  size_t damaged_spans = 0;              // spans of the stream that could not be read (warned of)
   std::vector<ResidencyFinding> findings;
   PeakReport peak;
   TeardownReport teardown;

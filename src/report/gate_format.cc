@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "report/frame_roles.h"
 #include "report/site_format.h"
 #include "report/text_layout.h"
 #include "report/units.h"
@@ -27,10 +28,19 @@ std::string xml_escaped(const std::string& text) {
 }
 
 std::string gated_line(const char* label, const GatedGroup& group) {
-  std::string line = fmt::format("{} {}: {}, {}{}/min", label, group.name, format_bytes(group.live_bytes),
-                                 group.growth_bytes_per_min >= 0 ? "+" : "",
-                                 format_bytes(static_cast<int64_t>(group.growth_bytes_per_min)));
-  if (!group.left_out_by.empty()) line += " · " + group.left_out_by;
+  bool whole = group.live_bytes == 0;
+  int64_t bytes = whole ? group.left_out_bytes : group.live_bytes;
+  std::string line = fmt::format("{} {}: {}", label, group.name, format_bytes(bytes));
+  if (!whole) {
+    line += fmt::format(", {}{}/min", group.growth_bytes_per_min >= 0 ? "+" : "",
+                        format_bytes(static_cast<int64_t>(group.growth_bytes_per_min)));
+  }
+  if (group.freed_at_exit_bytes > 0) line += fmt::format(" · freed at the end: {}", format_bytes(group.freed_at_exit_bytes));
+  if (whole) {
+    line += " · " + group.left_out_by;
+  } else if (group.left_out_bytes > 0) {
+    line += fmt::format(" · {} more not gated ({})", format_bytes(group.left_out_bytes), group.left_out_by);
+  }
   return wrap(line, "      ", "  ");
 }
 
@@ -49,16 +59,24 @@ std::string gate_text(const RunAnalysis& analysis, const GateResult& result, con
   for (const GatedGroup& group : result.counted) out += gated_line("leak", group);
   for (const GatedGroup& group : result.runtime) out += gated_line("not gated, leak", group);
   for (const GatedGroup& group : result.suppressed) out += gated_line("not gated, leak", group);
-  if (result.unjudged_groups != 0) {
-    out += wrap(fmt::format("note: {} group{} ({}) could not be judged, the run being too short for a trend: run "
-                            "longer or take snapshots more often (--interval)",
-                            result.unjudged_groups, result.unjudged_groups == 1 ? "" : "s",
-                            format_bytes(result.unjudged_bytes)),
+  if (!result.unjudged.empty()) {
+    std::string named;
+    for (size_t i = 0; i < result.unjudged.size() && i < 3; ++i) {
+      const UnjudgedGroup& group = result.unjudged[i];
+      named += fmt::format("{}{} {} ({})", i == 0 ? "" : "; ", group.name, format_bytes(group.live_bytes), group.reason);
+    }
+    if (result.unjudged.size() > 3) named += fmt::format("; and {} more", result.unjudged.size() - 3);
+    out += wrap(fmt::format("note: {} group{} ({}) could not be judged, and no limit holds them: {}", result.unjudged.size(),
+                            result.unjudged.size() == 1 ? "" : "s", format_bytes(result.unjudged_bytes), named),
                 "   ", "");
+  }
+  if (!analysis.at.last.final) {
+    out += "note: the stream ends without a final snapshot (the process was killed, or still runs): judged on what it holds\n";
   }
   size_t failed = 0;
   for (const GateCheck& check : result.checks) {
-    out += wrap(fmt::format("{} {}: {}", check.passed ? "PASS" : "FAIL", check.limit, check.text), "     ", "");
+    // One line each, however long: a CI log is searched for them.
+    out += fmt::format("{} {}: {}\n", check.passed ? "PASS" : "FAIL", check.limit, check.text);
     failed += check.passed ? 0 : 1;
   }
   if (failed == 0) {
@@ -69,24 +87,35 @@ std::string gate_text(const RunAnalysis& analysis, const GateResult& result, con
   return out;
 }
 
-std::string gate_junit(const GateResult& result, const std::string& file) {
-  size_t failures = 0;
-  for (const GateCheck& check : result.checks) failures += check.passed ? 0 : 1;
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format("<testsuites tests=\"{}\" failures=\"{}\">\n", result.checks.size(), failures);
-  out += fmt::format("  <testsuite name=\"leakscope\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n",
-                     result.checks.size(), failures);
-  out += fmt::format("    <properties><property name=\"stream\" value=\"{}\"/></properties>\n", xml_escaped(file));
-  for (const GateCheck& check : result.checks) {
-    out += fmt::format("    <testcase classname=\"leakscope.check\" name=\"{}\"", xml_escaped(check.limit));
-    if (check.passed) {
-      out += fmt::format("><system-out>{}</system-out></testcase>\n", xml_escaped(check.text));
-    } else {
-      out += fmt::format("><failure message=\"{}\">{}</failure></testcase>\n", xml_escaped(check.text),
-                         xml_escaped(check.text));
+std::string gate_junit(const std::vector<std::pair<std::string, const GateResult*>>& suites) {
+  size_t tests = 0, failures = 0;
+  for (const auto& [file, result] : suites) {
+    for (const GateCheck& check : result->checks) {
+      ++tests;
+      failures += check.passed ? 0 : 1;
     }
   }
-  out += "  </testsuite>\n</testsuites>\n";
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += fmt::format("<testsuites tests=\"{}\" failures=\"{}\">\n", tests, failures);
+  for (const auto& [file, result] : suites) {
+    size_t failed = 0;
+    for (const GateCheck& check : result->checks) failed += check.passed ? 0 : 1;
+    std::string name = suites.size() == 1 ? "leakscope" : "leakscope " + module_base_name(file);
+    out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n",
+                       xml_escaped(name), result->checks.size(), failed);
+    out += fmt::format("    <properties><property name=\"stream\" value=\"{}\"/></properties>\n", xml_escaped(file));
+    for (const GateCheck& check : result->checks) {
+      out += fmt::format("    <testcase classname=\"leakscope.check\" name=\"{}\"", xml_escaped(check.limit));
+      if (check.passed) {
+        out += fmt::format("><system-out>{}</system-out></testcase>\n", xml_escaped(check.text));
+      } else {
+        out += fmt::format("><failure message=\"{}\">{}</failure></testcase>\n", xml_escaped(check.text),
+                           xml_escaped(check.text));
+      }
+    }
+    out += "  </testsuite>\n";
+  }
+  out += "</testsuites>\n";
   return out;
 }
 

@@ -6,6 +6,8 @@
 #define LEAKSCOPE_REPORT_GATE_FORMAT_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "report/analysis.h"
 #include "report/leak_gate.h"
@@ -17,9 +19,10 @@ namespace leakscope::report {
 // and a closing verdict line.
 std::string gate_text(const RunAnalysis& analysis, const GateResult& result, const std::string& file);
 
-// gate_junit() is one <testsuite name="leakscope"> with a <testcase> per check, failed ones with
-// a <failure> holding its line.
-std::string gate_junit(const GateResult& result, const std::string& file);
+// gate_junit() is one <testsuite> per stream gated (FILE, its result), named "leakscope" (with
+// the stream's file name when there are several), with a <testcase> per check, failed ones with a
+// <failure> holding its line.
+std::string gate_junit(const std::vector<std::pair<std::string, const GateResult*>>& suites);
 
 }  // namespace leakscope::report
 

@@ -24,19 +24,20 @@ struct GateLimits {
   std::optional<double> max_growth_percent;     // of each leak group over the baseline
 };
 
-// A baseline: an earlier `report --format json`, its groups' live bytes by match key.
+// A baseline: an earlier `report --format json`, the live bytes of its leak groups by match key.
 struct Baseline {
   std::string path;
-  std::map<std::string, int64_t> live_bytes;
+  std::map<std::string, int64_t> leaked_bytes;
 };
 
-// A baseline file that cannot be read or is not a report document.
+// A baseline file that cannot be read, or is not a whole report document.
 class BaselineError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-// load_baseline() reads a report JSON document; throws BaselineError.
+// load_baseline() reads a report JSON document (version 1) that lists every leak group; throws
+// BaselineError.
 Baseline load_baseline(const std::string& path);
 
 // group_match_key() names a group across runs and builds: its first user frame's (or innermost
@@ -54,13 +55,23 @@ struct GateOptions {
 // One leak group as the gate saw it.
 struct GatedGroup {
   size_t group = 0;  // in RunAnalysis::groups
-  std::string name;  // "format_debug_trace(…) (inference_service.cc:84)"
-  int64_t live_bytes = 0;
-  double growth_bytes_per_min = 0;
-  std::string left_out_by;  // why the gate left it out (runtime residue, a rule); empty when counted
+  std::string name;  // "format_debug_trace (inference_service.cc:84)"
+  std::string key;   // group_match_key() of its frame
+  int64_t live_bytes = 0;      // what the gate counts: its sites that are neither residue nor suppressed
+  int64_t left_out_bytes = 0;  // the rest, shown apart
+  double growth_bytes_per_min = 0;  // its growth, in the share of the bytes counted
+  int64_t freed_at_exit_bytes = 0;
+  std::string left_out_by;  // why the gate left (some of) it out: runtime residue, a rule
 };
 
-// One limit held against the run; a limit with several offending groups has one check each.
+// A group the run could not judge, and why.
+struct UnjudgedGroup {
+  std::string name;
+  int64_t live_bytes = 0;
+  std::string reason;
+};
+
+// One limit held against the run.
 struct GateCheck {
   std::string limit;  // "max-leaked"
   bool passed = true;
@@ -68,20 +79,21 @@ struct GateCheck {
 };
 
 struct GateResult {
-  std::vector<GatedGroup> counted;   // leak groups the limits apply to, by growth
-  std::vector<GatedGroup> runtime;   // leak groups that are the runtime's own residue
-  std::vector<GatedGroup> suppressed;  // leak groups a rule left out
+  std::vector<GatedGroup> counted;     // leak groups the limits apply to, fastest-growing first
+  std::vector<GatedGroup> runtime;     // leak groups that are wholly the runtime's own residue
+  std::vector<GatedGroup> suppressed;  // leak groups wholly left out by a rule
   int64_t leaked_bytes = 0;
   double leak_bytes_per_min = 0;
   uint64_t peak_rss_bytes = 0;  // less leakscope's own memory
-  size_t unjudged_groups = 0;   // groups a run too short could not judge
+  std::vector<UnjudgedGroup> unjudged;  // largest first
   int64_t unjudged_bytes = 0;
-  std::vector<GateCheck> checks;
+  std::vector<GateCheck> checks;  // one per limit
   bool passed() const;
 };
 
-// evaluate_gate() holds `analysis` against `options`. A group is left out when every one of its
-// sites is runtime residue (or matches a rule); with no limit given, any leak fails the gate.
+// evaluate_gate() holds `analysis` against `options`. The sites of a leak group that are runtime
+// residue or match a rule are left out of it, a group whose every site is, wholly; with no limit
+// given, any leak fails the gate.
 GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options);
 
 }  // namespace leakscope::report

@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -42,6 +43,13 @@ bool matches(const SuppressionRule& rule, const SymbolizedFrame& frame) {
   return false;
 }
 
+// shown() is a line of the file as an error quotes it: printable, and short.
+std::string shown(const std::string& line) {
+  std::string out;
+  for (char c : line.substr(0, 80)) out += static_cast<unsigned char>(c) >= 0x20 && c != 0x7f ? c : '?';
+  return line.size() > 80 ? out + "..." : out;
+}
+
 std::string trimmed(const std::string& text) {
   size_t begin = text.find_first_not_of(" \t\r");
   if (begin == std::string::npos) return "";
@@ -72,9 +80,9 @@ Suppressions Suppressions::parse(const std::string& text, const std::string& ori
       rule.field = SuppressionRule::Field::kAny;
     } else {
       throw SuppressionError(fmt::format("{}:{}: not a rule (function:GLOB, file:GLOB, module:GLOB or leak:GLOB): {}",
-                                         origin, number, line));
+                                         origin, number, shown(line)));
     }
-    if (pattern.empty()) throw SuppressionError(fmt::format("{}:{}: the rule has no pattern: {}", origin, number, line));
+    if (pattern.empty()) throw SuppressionError(fmt::format("{}:{}: the rule has no pattern: {}", origin, number, shown(line)));
     rule.pattern = pattern;
     rule.text = field + ":" + pattern;
     rule.origin = origin;
@@ -85,6 +93,10 @@ Suppressions Suppressions::parse(const std::string& text, const std::string& ori
 }
 
 Suppressions Suppressions::load(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    throw SuppressionError(fmt::format("{}: cannot read the suppressions file (not a file)", path));
+  }
   std::ifstream file(path);
   if (!file) throw SuppressionError(fmt::format("{}: cannot read the suppressions file", path));
   std::ostringstream text;

@@ -61,6 +61,8 @@ TEST(Check, SteadyLeakFailsWithOneLineNamingItAndPassesAtItsExactSize) {
   EXPECT_NE(unwrapped(exact.out).find("PASS max-leaked: 1000.00 KiB leaked in 1 group <= 1000.00 KiB"), std::string::npos) << exact.out;
   Outcome under = leakscope({"check", file, "--max-leaked", "1023999"});
   EXPECT_EQ(under.exit_code, 1) << under.out;
+  // Figures that would round alike are written in bytes.
+  EXPECT_NE(under.out.find("FAIL max-leaked: 1024000 B leaked in 1 group > 1023999 B"), std::string::npos) << under.out;
 }
 
 TEST(Check, LeakRateAndRssLimitsHoldOrFailEachOnItsOwnLine) {
@@ -86,7 +88,8 @@ TEST(Check, BaselineMatchesLeaksByFunctionAndFailsNewOrGrownOnes) {
   std::string same = write_file("same.json", baseline.dump());
   Outcome unchanged = leakscope({"check", file, "--baseline", same, "--max-growth", "0"});
   EXPECT_EQ(unchanged.exit_code, 0) << unchanged.out;
-  EXPECT_NE(unwrapped(unchanged.out).find("PASS max-growth: no leak group grew more than 0%"), std::string::npos) << unchanged.out;
+  EXPECT_NE(unwrapped(unchanged.out).find("PASS max-growth: no leak grew more than 0% over the baseline"), std::string::npos)
+      << unchanged.out;
 
   // An earlier build: the leak held half as much, at another line.
   nlohmann::json earlier = baseline;
@@ -100,19 +103,28 @@ TEST(Check, BaselineMatchesLeaksByFunctionAndFailsNewOrGrownOnes) {
   Outcome grown = leakscope({"check", file, "--baseline", half, "--max-growth", "50%"});
   EXPECT_EQ(grown.exit_code, 1) << grown.out;
   EXPECT_NE(unwrapped(grown.out).find("FAIL max-growth: parse_record (steady_leak_ci.c:17) 1000.00 KiB is +100% over the "
-                           "baseline's 500.00 KiB > 50%"),
+                           "baseline's 500.00 KiB > 50% over the baseline"),
             std::string::npos)
       << grown.out;
   EXPECT_EQ(leakscope({"check", file, "--baseline", half, "--max-growth", "100"}).exit_code, 0);
 
   nlohmann::json without = baseline;
   without["groups"] = nlohmann::json::array();
+  without["totals"]["groups"]["leak"] = 0;
   std::string none = write_file("none.json", without.dump());
   Outcome fresh = leakscope({"check", file, "--baseline", none, "--max-growth", "1000"});
   EXPECT_EQ(fresh.exit_code, 1) << fresh.out;
-  EXPECT_NE(unwrapped(fresh.out).find("FAIL max-growth: new leak: parse_record (steady_leak_ci.c:17) 1000.00 KiB (not in the baseline"),
+  EXPECT_NE(unwrapped(fresh.out).find("FAIL max-growth: new leak: parse_record (steady_leak_ci.c:17) 1000.00 KiB (no leak "
+                                      "there in the baseline) > 1000%"),
             std::string::npos)
       << fresh.out;
+
+  // A baseline made with a small --top lists only some of its leaks: each left out would be "new".
+  nlohmann::json cut = baseline;
+  cut["totals"]["groups"]["leak"] = 5;
+  Outcome truncated = leakscope({"check", file, "--baseline", write_file("cut.json", cut.dump()), "--max-growth", "10"});
+  EXPECT_EQ(truncated.exit_code, 3);
+  EXPECT_NE(truncated.err.find("lists 1 of its 5 leak groups (--top)"), std::string::npos) << truncated.err;
 }
 
 TEST(Check, SuppressedLeaksAreShownApartAndNotGated) {
@@ -171,11 +183,17 @@ TEST(Check, BadLimitsAndInputsGetOneLineAndTheirExitCode) {
   std::string garbage = write_file("garbage.lsc", std::string(4096, 'x'));
   std::vector<Case> cases = {
       {{"check", file, "--max-leak-rate", "5MiB/week"}, 2, "max-leak-rate: not a rate"},
-      {{"check", file, "--max-leaked", "lots"}, 2, "max-leaked: not a size: lots"},
+      {{"check", file, "--max-leaked", "lots"}, 2, "max-leaked: not a size (such as 512, 64KiB, 1MiB, 2GiB): lots"},
       {{"check", file, "--baseline", not_json}, 2, "a baseline and max-growth go together"},
       {{"check", file, "--max-growth", "10"}, 2, "a baseline and max-growth go together"},
-      {{"check", file, "--max-growth", "ten", "--baseline", not_json}, 2, "max-growth: not a percentage: ten"},
-      {{"check", file, "--baseline", not_json, "--max-growth", "10"}, 3, "a group without live_bytes"},
+      {{"check", file, "--max-growth", "ten", "--baseline", not_json}, 2, "max-growth: not a percentage such as 20 or 12.5%: ten"},
+      {{"check", file, "--baseline", not_json, "--max-growth", "10"}, 3, "not format version 1"},
+      {{"check", file, "--baseline", scratch_dir(), "--max-growth", "10"}, 3, "cannot read the baseline (not a file)"},
+      {{"check", file, "--suppress", scratch_dir()}, 3, "cannot read the suppressions file (not a file)"},
+      {{"check", file, "--junit", ""}, 2, "needs a value"},
+      {{"check", file, "--max-growth", "nan", "--baseline", not_json}, 2, "max-growth: not a percentage"},
+      {{"check", file, "--max-leaked", "17179869184GiB"}, 2, "max-leaked: not a size"},
+      {{"check", file, "--max-leak-rate", "300000000GiB/s"}, 2, "max-leak-rate: not a rate"},
       {{"check", garbage}, 3, garbage},
       {{"check", scratch_dir() + "/missing.lsc"}, 3, "missing.lsc"},
   };
@@ -206,11 +224,56 @@ TEST(Check, RunCheckGatesInOneStepAndAFailingCommandKeepsItsStatus) {
   EXPECT_EQ(failed.exit_code, 3) << failed.out << failed.err;  // the tests' failure wins over a passing gate
   EXPECT_NE(unwrapped(failed.out).find("leakscope check: passed"), std::string::npos) << failed.out;
 
+  EXPECT_NE(failed.err.find("leakscope: the command failed with status 3, which run exits with (the gate passed)"),
+            std::string::npos)
+      << failed.err;
+
+  // An empty --check gates with the defaults: no leak allowed.
+  Outcome defaults = leakscope({"run", "-o", directory + "/e.lsc", "--check", "", "--", fixture("steady_leak_ci"), "250"});
+  EXPECT_EQ(defaults.exit_code, 1) << defaults.out << defaults.err;
+
   Outcome misspelt = leakscope({"run", "-o", directory + "/d.lsc", "--check", "max-lekaed=1MiB", "--",
                                 fixture("steady_leak_ci"), "10"});
   EXPECT_EQ(misspelt.exit_code, 2);
   EXPECT_NE(misspelt.err.find("--check: unknown limit 'max-lekaed'"), std::string::npos) << misspelt.err;
   EXPECT_FALSE(std::filesystem::exists(directory + "/d.lsc"));  // refused before the command ran
+  Outcome twice = leakscope({"run", "-o", directory + "/d.lsc", "--check", "max-leaked=1MiB, max-leaked=2MiB", "--",
+                             fixture("steady_leak_ci"), "10"});
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("--check: 'max-leaked' is given twice"), std::string::npos) << twice.err;
+}
+
+TEST(Check, RunCheckGatesTheProgramsAWrapperScriptForks) {
+  // A CI script that runs the test binary as a child (not the last command, so the shell forks).
+  std::string directory = scratch_dir();
+  std::string script = fixture("steady_leak_ci") + " 250; status=$?; echo done; exit $status";
+  Outcome gated = leakscope({"run", "-o", directory + "/w.lsc", "--check", "max-leaked=512KiB", "--", "sh", "-c", script});
+  EXPECT_EQ(gated.exit_code, 1) << gated.out << gated.err;
+  EXPECT_NE(unwrapped(gated.out).find("FAIL max-leaked: 1000.00 KiB leaked in 1 group > 512.00 KiB"), std::string::npos)
+      << gated.out;
+  EXPECT_NE(gated.out.find("steady_leak_ci (pid"), std::string::npos) << gated.out;
+}
+
+TEST(Check, AStreamDamagedInsideIsBadInputAndTheJUnitFileSaysSo) {
+  std::string file = steady_leak_stream();
+  std::string junit = scratch_dir() + "/gate.xml";
+  std::ofstream(junit) << "<testsuites tests=\"1\" failures=\"0\"></testsuites>";  // an earlier run's
+  std::string damaged = scratch_dir() + "/damaged.lsc";
+  std::filesystem::copy_file(file, damaged);
+  {
+    std::fstream bytes(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    bytes.seekp(3000);
+    bytes.put('\x5a');
+  }
+  Outcome gate = leakscope({"check", damaged, "--max-leaked", "64MiB", "--junit", junit});
+  EXPECT_EQ(gate.exit_code, 3) << gate.out << gate.err;
+  EXPECT_NE(gate.err.find("damaged inside (see the warnings above): a gate cannot judge it"), std::string::npos) << gate.err;
+  std::string xml = read_file(junit);
+  EXPECT_NE(xml.find("<testcase classname=\"leakscope.check\" name=\"stream\"><failure"), std::string::npos) << xml;
+
+  Outcome bad_rules = leakscope({"check", file, "--suppress", write_file("bad.supp", "nonsense\n"), "--junit", junit});
+  EXPECT_EQ(bad_rules.exit_code, 3);
+  EXPECT_NE(read_file(junit).find("not a rule"), std::string::npos);
 }
 
 TEST(Check, TheRuntimesOwnResidueIsShownApartAndNeverGated) {

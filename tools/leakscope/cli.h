@@ -34,6 +34,7 @@ struct RunOptions {
   bool no_follow_exec = false;
   std::vector<std::string> extra_options;  // raw name=value pairs
   std::string check;                       // --check: the gate's limits, "max-leaked=1MiB,..."
+  bool gate = false;                       // --check was given (an empty one gates with the defaults)
   std::vector<std::string> command;
 };
 
@@ -104,8 +105,9 @@ struct PreparedCheck {
 // printed.
 int prepare_check(const CheckOptions& options, PreparedCheck* prepared);
 
-// run_check() judges the stream `file` and prints the gate; kOk, kLimitExceeded or an error code.
-int run_check(const PreparedCheck& prepared, const std::string& file);
+// run_check() judges each stream of `files` and prints its gate; kOk when every one passes,
+// kLimitExceeded, or an error code.
+int run_check(const PreparedCheck& prepared, const std::vector<std::string>& files);
 
 int check_command(const CheckOptions& options);
 

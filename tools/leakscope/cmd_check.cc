@@ -1,8 +1,12 @@
 // leakscope check: the CI gate. Judges a stream as `report` does and holds its leaks, leak rate
 // and RSS against limits; exit 1 when one is exceeded.
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -14,9 +18,14 @@
 namespace leakscope::cli {
 namespace {
 
+constexpr const char* kSizeForms = "such as 512, 64KiB, 1MiB, 2GiB";
+
 bool parse_bytes(const std::string& text, int64_t* out) {
   uint64_t bytes = 0;
-  if (!internal::parse_size_bytes(text.data(), text.size(), &bytes)) return false;
+  if (!internal::parse_size_bytes(text.data(), text.size(), &bytes) ||
+      bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return false;
+  }
   *out = static_cast<int64_t>(bytes);
   return true;
 }
@@ -30,59 +39,77 @@ bool parse_rate(const std::string& text, double* bytes_per_min) {
   int64_t bytes = 0;
   if (per_min == 0.0 || !parse_bytes(text.substr(0, slash), &bytes)) return false;
   *bytes_per_min = static_cast<double>(bytes) * per_min;
-  return true;
+  return std::isfinite(*bytes_per_min) && *bytes_per_min < 9.0e18;
 }
 
 bool parse_percent(std::string text, double* out) {
   if (!text.empty() && text.back() == '%') text.pop_back();
   char* end = nullptr;
   double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || value < 0) return false;
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0) return false;
   *out = value;
   return true;
+}
+
+std::string trimmed(const std::string& text) {
+  size_t begin = text.find_first_not_of(' ');
+  if (begin == std::string::npos) return "";
+  return text.substr(begin, text.find_last_not_of(' ') - begin + 1);
+}
+
+// The JUnit file when the gate could not judge a stream: one errored test case, so that a CI
+// step reading it shows the error instead of an earlier run's result.
+void write_junit_error(const std::string& path, const std::string& file, const std::string& message) {
+  report::GateResult result;
+  result.checks.push_back({"stream", false, message});
+  std::ofstream(path, std::ios::trunc) << report::gate_junit({{file, &result}});
 }
 
 }  // namespace
 
 bool parse_check_spec(const std::string& spec, CheckOptions* options, std::string* error) {
+  std::set<std::string> seen;
   size_t at = 0;
   while (at <= spec.size()) {
     size_t end = spec.find(',', at);
     if (end == std::string::npos) end = spec.size();
-    std::string item = spec.substr(at, end - at);
+    std::string item = trimmed(spec.substr(at, end - at));
     at = end + 1;
     if (item.empty()) continue;
     size_t equals = item.find('=');
-    std::string name = item.substr(0, equals);
-    std::string value = equals == std::string::npos ? "" : item.substr(equals + 1);
-    if (name == "no-runtime-suppressions" && equals == std::string::npos) {
-      options->no_runtime_suppressions = true;
-      continue;
-    }
-    if (equals == std::string::npos || value.empty()) {
-      *error = fmt::format("--check: '{}' needs a value (name=value)", item);
+    std::string name = trimmed(item.substr(0, equals));
+    std::string value = equals == std::string::npos ? "" : trimmed(item.substr(equals + 1));
+    if (name != "suppress" && !seen.insert(name).second) {
+      *error = fmt::format("--check: '{}' is given twice", name);
       return false;
     }
-    if (name == "max-leaked") {
-      options->max_leaked = value;
-    } else if (name == "max-leak-rate") {
-      options->max_leak_rate = value;
-    } else if (name == "max-rss") {
-      options->max_rss = value;
-    } else if (name == "baseline") {
-      options->baseline = value;
-    } else if (name == "max-growth") {
-      options->max_growth = value;
-    } else if (name == "suppress") {
-      options->suppress.push_back(value);
-    } else if (name == "junit") {
-      options->junit = value;
-    } else {
+    if (name == "no-runtime-suppressions") {
+      if (equals != std::string::npos && value != "1" && value != "0") {
+        *error = "--check: no-runtime-suppressions takes no value (or =1, =0)";
+        return false;
+      }
+      options->no_runtime_suppressions = value != "0";
+      continue;
+    }
+    static const std::set<std::string> kNames = {"max-leaked", "max-leak-rate", "max-rss", "baseline", "max-growth",
+                                                 "suppress", "junit"};
+    if (kNames.count(name) == 0) {
       *error = fmt::format("--check: unknown limit '{}' (max-leaked, max-leak-rate, max-rss, baseline, max-growth, "
                            "suppress, junit, no-runtime-suppressions)",
                            name);
       return false;
     }
+    if (value.empty()) {
+      *error = fmt::format("--check: '{}' needs a value ({}=...)", name, name);
+      return false;
+    }
+    if (name == "max-leaked") options->max_leaked = value;
+    if (name == "max-leak-rate") options->max_leak_rate = value;
+    if (name == "max-rss") options->max_rss = value;
+    if (name == "baseline") options->baseline = value;
+    if (name == "max-growth") options->max_growth = value;
+    if (name == "suppress") options->suppress.push_back(value);
+    if (name == "junit") options->junit = value;
   }
   return true;
 }
@@ -91,11 +118,15 @@ int prepare_check(const CheckOptions& options, PreparedCheck* prepared) {
   report::GateLimits& limits = prepared->limits;
   int64_t bytes = 0;
   if (!options.max_leaked.empty()) {
-    if (!parse_bytes(options.max_leaked, &bytes)) return fail(kUsage, "max-leaked: not a size: " + options.max_leaked);
+    if (!parse_bytes(options.max_leaked, &bytes)) {
+      return fail(kUsage, fmt::format("max-leaked: not a size ({}): {}", kSizeForms, options.max_leaked));
+    }
     limits.max_leaked_bytes = bytes;
   }
   if (!options.max_rss.empty()) {
-    if (!parse_bytes(options.max_rss, &bytes)) return fail(kUsage, "max-rss: not a size: " + options.max_rss);
+    if (!parse_bytes(options.max_rss, &bytes)) {
+      return fail(kUsage, fmt::format("max-rss: not a size ({}): {}", kSizeForms, options.max_rss));
+    }
     limits.max_rss_bytes = bytes;
   }
   if (!options.max_leak_rate.empty()) {
@@ -107,7 +138,9 @@ int prepare_check(const CheckOptions& options, PreparedCheck* prepared) {
   }
   if (!options.max_growth.empty()) {
     double percent = 0;
-    if (!parse_percent(options.max_growth, &percent)) return fail(kUsage, "max-growth: not a percentage: " + options.max_growth);
+    if (!parse_percent(options.max_growth, &percent)) {
+      return fail(kUsage, "max-growth: not a percentage such as 20 or 12.5%: " + options.max_growth);
+    }
     limits.max_growth_percent = percent;
   }
   if (limits.max_growth_percent.has_value() != !options.baseline.empty()) {
@@ -117,50 +150,71 @@ int prepare_check(const CheckOptions& options, PreparedCheck* prepared) {
     return fail(kUsage, "--at: not a snapshot number or 'end': " + options.at);
   }
   prepared->analysis.fold = options.fold;
+  prepared->junit = options.junit;
+  if (!prepared->junit.empty()) {
+    // Emptied now, so that a gate stopped by bad input leaves no earlier run's result behind.
+    std::ofstream probe(prepared->junit, std::ios::trunc);
+    if (!probe) return fail(kOutputError, fmt::format("--junit: cannot write '{}'", prepared->junit));
+  }
+  auto bad_input = [&](const std::string& message) {
+    if (!prepared->junit.empty()) write_junit_error(prepared->junit, options.file, message);
+    return fail(kBadInput, message);
+  };
   try {
     for (const std::string& path : options.suppress) prepared->suppressions.append(report::Suppressions::load(path));
     if (!options.baseline.empty()) prepared->baseline = report::load_baseline(options.baseline);
   } catch (const report::SuppressionError& error) {
-    return fail(kBadInput, error.what());
+    return bad_input(error.what());
   } catch (const report::BaselineError& error) {
-    return fail(kBadInput, error.what());
+    return bad_input(error.what());
   }
-  if (!options.junit.empty()) {
-    std::ofstream probe(options.junit, std::ios::app);
-    if (!probe) return fail(kOutputError, fmt::format("--junit: cannot write '{}'", options.junit));
-  }
-  prepared->junit = options.junit;
   prepared->runtime_residue = !options.no_runtime_suppressions;
   return kOk;
 }
 
-int run_check(const PreparedCheck& prepared, const std::string& file) {
-  try {
-    std::unique_ptr<report::RunAnalysis> analysis = report::analyze_run(file, prepared.analysis);
-    report::GateOptions gate;
-    gate.limits = prepared.limits;
-    gate.suppressions = &prepared.suppressions;
-    gate.runtime_residue = prepared.runtime_residue;
-    gate.baseline = prepared.baseline ? &*prepared.baseline : nullptr;
-    report::GateResult result = report::evaluate_gate(*analysis, gate);
-    std::string text = report::gate_text(*analysis, result, file);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    if (!prepared.junit.empty()) {
-      std::ofstream junit(prepared.junit, std::ios::trunc);
-      junit << report::gate_junit(result, file);
-      if (!junit.flush()) return fail(kOutputError, fmt::format("--junit: cannot write '{}'", prepared.junit));
+int run_check(const PreparedCheck& prepared, const std::vector<std::string>& files) {
+  std::vector<std::pair<std::string, report::GateResult>> results;
+  for (const std::string& file : files) {
+    try {
+      std::unique_ptr<report::RunAnalysis> analysis = report::analyze_run(file, prepared.analysis);
+      if (analysis->damaged_spans != 0) {
+        throw report::StreamError(fmt::format("{}: damaged inside (see the warnings above): a gate cannot judge it on what "
+                                              "is left",
+                                              file));
+      }
+      report::GateOptions gate;
+      gate.limits = prepared.limits;
+      gate.suppressions = &prepared.suppressions;
+      gate.runtime_residue = prepared.runtime_residue;
+      gate.baseline = prepared.baseline ? &*prepared.baseline : nullptr;
+      results.emplace_back(file, report::evaluate_gate(*analysis, gate));
+      if (files.size() > 1 && file != files.front()) std::fputs("\n", stdout);
+      std::string text = report::gate_text(*analysis, results.back().second, file);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    } catch (const report::StreamError& error) {
+      if (!prepared.junit.empty()) write_junit_error(prepared.junit, file, error.what());
+      return fail(kBadInput, error.what());
     }
-    return result.passed() ? kOk : kLimitExceeded;
-  } catch (const report::StreamError& error) {
-    return fail(kBadInput, error.what());
   }
+  bool passed = true;
+  std::vector<std::pair<std::string, const report::GateResult*>> suites;
+  for (const auto& [file, result] : results) {
+    passed = passed && result.passed();
+    suites.emplace_back(file, &result);
+  }
+  if (!prepared.junit.empty()) {
+    std::ofstream junit(prepared.junit, std::ios::trunc);
+    junit << report::gate_junit(suites);
+    if (!junit.flush()) return fail(kOutputError, fmt::format("--junit: cannot write '{}'", prepared.junit));
+  }
+  return passed ? kOk : kLimitExceeded;
 }
 
 int check_command(const CheckOptions& options) {
   PreparedCheck prepared;
   if (int code = prepare_check(options, &prepared); code != kOk) return code;
-  return run_check(prepared, options.file);
+  return run_check(prepared, {options.file});
 }
 
 }  // namespace leakscope::cli

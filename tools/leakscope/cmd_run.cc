@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -64,35 +65,38 @@ std::string resolved_output(const std::string& pattern, pid_t pid) {
 }
 
 // related_streams() tells of the other streams of this run (written since `started`, named after
-// `expected`, other than `written`): those of
-// child processes (FILE.PID) and, when the command exec'd (a wrapper script, env, a launcher), the
-// one its pid wrote last as the program it became (FILE.PID.N), which is the stream to report on
-// (put in *became).
+// `expected`, other than `written`): those of child processes (FILE.PID) and, when the command
+// exec'd (a wrapper script, env, a launcher), the one its pid wrote last as the program it became
+// (FILE.PID.N), which is the stream to report on. *finals gets the stream each process ended
+// with: the program the command became (or `written`), then each child's last image.
 std::string related_streams(const std::string& expected, const std::string& written, pid_t child,
-                            std::filesystem::file_time_type started, std::string* became) {
+                            std::filesystem::file_time_type started, std::vector<std::string>* finals) {
   std::filesystem::path path(expected);
   std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : ".";
   std::string prefix = path.filename().string() + ".";
-  std::string own_prefix = prefix + std::to_string(child);
   size_t others = 0;
-  std::string last_image;
-  int last_generation = 0;
+  std::map<long, std::pair<int, std::string>> last_by_pid;  // pid -> (image generation, stream)
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
     std::string name = entry.path().filename().string();
     if (name.rfind(prefix, 0) != 0 || entry.path().string() == written || entry.last_write_time(error) < started) continue;
     ++others;
-    if (name == own_prefix) {
-      if (last_generation < 1) last_image = entry.path().string(), last_generation = 1;
-    } else if (name.rfind(own_prefix + ".", 0) == 0) {
-      int generation = std::atoi(name.c_str() + own_prefix.size() + 1);
-      if (generation > last_generation) last_image = entry.path().string(), last_generation = generation;
-    }
+    char* end = nullptr;
+    long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    if (end == name.c_str() + prefix.size() || pid <= 0 || (*end != '\0' && *end != '.')) continue;
+    int generation = *end == '.' ? std::atoi(end + 1) : 1;
+    auto& last = last_by_pid[pid];
+    if (generation > last.first) last = {generation, entry.path().string()};
+  }
+  auto own = last_by_pid.find(child);
+  std::string became = own == last_by_pid.end() ? "" : own->second.second;
+  finals->push_back(became.empty() ? written : became);
+  for (const auto& [pid, last] : last_by_pid) {
+    if (pid != child) finals->push_back(last.second);
   }
   if (others == 0) return "";
   std::string text = fmt::format(" and {} more stream{} ({}*)", others, others == 1 ? "" : "s", (directory / prefix).string());
-  if (!last_image.empty()) text += fmt::format("; the command exec'd: the program it became wrote {}", last_image);
-  *became = last_image;
+  if (!became.empty()) text += fmt::format("; the command exec'd: the program it became wrote {}", became);
   return text;
 }
 
@@ -180,7 +184,7 @@ int run_command(const RunOptions& options) {
   if (preload.empty()) return fail(kCannotLaunch, "cannot find libleakscope.so next to the leakscope executable");
 
   PreparedCheck gate;
-  if (!options.check.empty()) {
+  if (options.gate) {
     CheckOptions check;
     std::string error;
     if (!parse_check_spec(options.check, &check, &error)) return fail(kUsage, error);
@@ -250,24 +254,27 @@ int run_command(const RunOptions& options) {
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  std::string checked;  // the stream to gate: the root's, or the program it exec'd into
+  std::vector<std::string> finals;  // the streams to gate: the root's (or what it exec'd into), its children's
   if (options.output.find("%e") == std::string::npos) {
     std::string expected = resolved_output(options.output, child);
     std::string written = stream_of(expected, child);
-    std::string became;
     if (!written.empty()) {
-      fmt::print(stderr, "leakscope: wrote {}{}\n", written, related_streams(expected, written, child, started, &became));
+      fmt::print(stderr, "leakscope: wrote {}{}\n", written, related_streams(expected, written, child, started, &finals));
     }
-    checked = became.empty() ? written : became;
   }
   int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : kCannotLaunch;
-  if (options.check.empty()) return exit_status;
-  if (checked.empty()) {
+  if (!options.gate) return exit_status;
+  if (finals.empty()) {
     return exit_status != 0 ? exit_status : fail(kBadInput, "--check: the command left no stream to check");
   }
   std::fflush(stderr);
-  int gate_status = run_check(gate, checked);
-  return exit_status != 0 ? exit_status : gate_status;
+  int gate_status = run_check(gate, finals);
+  if (exit_status != 0) {
+    fmt::print(stderr, "leakscope: the command failed with status {}, which run exits with (the gate {})\n", exit_status,
+               gate_status == kOk ? "passed" : gate_status == kLimitExceeded ? "failed" : "could not judge");
+    return exit_status;
+  }
+  return gate_status;
 }
 
 }  // namespace leakscope::cli

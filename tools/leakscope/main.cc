@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   run_verb->add_flag("--no-follow-fork", run.no_follow_fork, "Do not track forked children");
   run_verb->add_flag("--no-follow-exec", run.no_follow_exec, "Do not track programs the command execs");
   run_verb->add_option("--option", run.extra_options, "Any runtime option as name=value (see docs/options.md)");
+  auto non_empty = [](const std::string& value) { return value.empty() ? std::string("needs a value") : std::string(); };
   run_verb->add_option("--check", run.check,
                        "Gate the run when it ends, as check does: 'max-leaked=1MiB,max-leak-rate=100KiB/min,...'");
 
@@ -87,15 +88,18 @@ int main(int argc, char** argv) {
   CheckOptions check;
   CLI::App* check_verb = app.add_subcommand("check", "CI gate: exit 1 when the run's leaks, leak rate or RSS exceed their limits");
   check_verb->add_option("file", check.file, "A .lsc stream")->required();
-  check_verb->add_option("--max-leaked", check.max_leaked, "Bytes in leak verdicts allowed (default 0 when no limit is given), e.g. 1MiB");
-  check_verb->add_option("--max-leak-rate", check.max_leak_rate, "Growth of the leaks allowed, e.g. 100KiB/min, 1MiB/s, 64MiB/h");
-  check_verb->add_option("--max-rss", check.max_rss, "Peak RSS allowed, less leakscope's own memory, e.g. 2GiB");
-  check_verb->add_option("--baseline", check.baseline, "An earlier report --format json to compare each leak with");
-  check_verb->add_option("--max-growth", check.max_growth, "Growth of a leak over the baseline allowed, in percent");
-  check_verb->add_option("--suppress", check.suppress, "A suppressions file (function:GLOB, file:GLOB, module:GLOB, leak:GLOB); repeatable");
+  check_verb->add_option("--max-leaked", check.max_leaked, "Bytes in leak verdicts allowed (default 0 when no limit is given), e.g. 1MiB")
+      ->check(non_empty);
+  check_verb->add_option("--max-leak-rate", check.max_leak_rate, "Growth of the leaks allowed, e.g. 100KiB/min, 1MiB/s, 64MiB/h")
+      ->check(non_empty);
+  check_verb->add_option("--max-rss", check.max_rss, "Peak RSS allowed, less leakscope's own memory, e.g. 2GiB")->check(non_empty);
+  check_verb->add_option("--baseline", check.baseline, "An earlier report --format json to compare each leak with")->check(non_empty);
+  check_verb->add_option("--max-growth", check.max_growth, "Growth of a leak over the baseline allowed, in percent")->check(non_empty);
+  check_verb->add_option("--suppress", check.suppress, "A suppressions file (function:GLOB, file:GLOB, module:GLOB, leak:GLOB); repeatable")
+      ->check(non_empty);
   check_verb->add_flag("--no-runtime-suppressions", check.no_runtime_suppressions,
                        "Gate the runtime's own residue too (the loader's, stdio buffers, libstdc++'s pool)");
-  check_verb->add_option("--junit", check.junit, "Also write the checks as JUnit XML to this file");
+  check_verb->add_option("--junit", check.junit, "Also write the checks as JUnit XML to this file")->check(non_empty);
   check_verb->add_option("--at", check.at, at_help);
   check_verb->add_option("--fold", check.fold, "Fold framework frames, as report does");
 
@@ -124,6 +128,7 @@ int main(int argc, char** argv) {
     if (run_verb->parsed()) {
       if (command.empty()) return fail(kUsage, "run needs a command: leakscope run [options] -- COMMAND ARGS...");
       run.command = command;
+      run.gate = run_verb->count("--check") != 0;
       return run_command(run);
     }
     if (!command.empty()) return fail(kUsage, "unexpected '--' (only run takes a command)");
