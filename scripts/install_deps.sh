@@ -15,6 +15,7 @@ packages=(
   libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools4 libmimalloc2.0  # integration tests: allocators preloaded below leakscope
   heaptrack            # benchmark peer
   python3              # a real program in the integration tests; the benchmark runner
+  python3-pytest       # integration test: the pytest plugin on a real suite
   clang libclang-rt-14-dev  # the stream reader's libFuzzer target
   libtorch-dev python3-torch  # PyTorch c10 attribution tests on the real library
 )

@@ -63,6 +63,13 @@ int64_t leakscope_live_bytes(leakscope_domain_t domain);
  * 1 when the process is being tracked by leakscope, else 0. */
 int leakscope_is_active(void);
 
+/* leakscope_stream_path()
+ * The path of the stream this process writes, as it was opened (relative to the working
+ * directory of that moment when the output option is relative), or NULL when not tracking: for
+ * tools in the process that read their own run (the pytest plugin). A traced child of fork()
+ * writes a file of its own, and gets its path from here too. */
+const char* leakscope_stream_path(void);
+
 #ifdef __cplusplus
 }
 #endif

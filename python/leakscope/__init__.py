@@ -6,11 +6,14 @@ leakscope's preload.
 
     with leakscope.task("request", request_id):
         handle(request)
+
+(PYTEST_DONT_REWRITE: imported before pytest by the preload's sitecustomize, it has no asserts
+for pytest to rewrite.)
 """
 import ctypes
 import threading
 
-__all__ = ["active", "live_bytes", "snapshot_now", "task", "name_thread"]
+__all__ = ["active", "live_bytes", "snapshot_now", "stream_path", "task", "name_thread"]
 
 DOMAINS = {
     "heap": 0,
@@ -42,6 +45,10 @@ def _preload():
     functions["live_bytes"].argtypes = [ctypes.c_int]
     functions["live_bytes"].restype = ctypes.c_int64
     functions["thread_name"].argtypes = [ctypes.c_char_p]
+    stream_path = getattr(process, "leakscope_stream_path", None)  # absent from older preloads
+    if stream_path is not None:
+        stream_path.restype = ctypes.c_char_p
+        functions["stream_path"] = stream_path
     if functions["is_active"]() != 1:
         return None
     return functions
@@ -83,6 +90,14 @@ def snapshot_now():
     return _api is not None and _api["snapshot_now"]() == 0
 
 
+def stream_path():
+    """The path of the stream this process writes (as opened), or None when not traced."""
+    if _api is None or "stream_path" not in _api:
+        return None
+    path = _api["stream_path"]()
+    return path.decode() if path else None
+
+
 def live_bytes(domain="heap"):
     """Bytes of `domain` ("heap", "mmap", "c10_cpu", ...) allocated and not yet freed, as tracked
     now; 0 when not traced."""
@@ -121,3 +136,24 @@ def _name_python_threads():
     threading.Thread._bootstrap_inner = _bootstrap_inner
     threading.Thread.name = property(name_property.fget, _set_name, doc=name_property.__doc__)
     threading.Thread._leakscope_named = True
+
+
+# `pytest -p leakscope` loads this package as a pytest plugin. Its hooks live in pytest_plugin.py
+# and are looked up here only when asked for (pytest lists a plugin's names with dir()): a plain
+# `import leakscope`, which the preload's sitecustomize makes before pytest is imported, never
+# imports pytest.
+_PYTEST_HOOKS = ("pytest_addoption", "pytest_configure", "pytest_runtest_call", "pytest_runtest_makereport")
+
+
+def __getattr__(name):
+    if name in _PYTEST_HOOKS:
+        try:
+            from . import pytest_plugin
+        except ImportError as error:
+            raise AttributeError(name) from error
+        return getattr(pytest_plugin, name)
+    raise AttributeError("module 'leakscope' has no attribute %r" % name)
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_PYTEST_HOOKS))

@@ -23,3 +23,5 @@ int64_t leakscope_live_bytes(leakscope_domain_t domain) {
 }
 
 int leakscope_is_active(void) { return 0; }
+
+const char* leakscope_stream_path(void) { return 0; }

@@ -57,3 +57,5 @@ LS_EXPORT int64_t leakscope_live_bytes(leakscope_domain_t domain) {
 }
 
 LS_EXPORT int leakscope_is_active(void) { return tracking() ? 1 : 0; }
+
+LS_EXPORT const char* leakscope_stream_path(void) { return tracking() ? runtime_stream_path() : nullptr; }

@@ -483,6 +483,8 @@ int runtime_snapshot_now() {
   return result;
 }
 
+const char* runtime_stream_path() { return g_output_path; }
+
 void runtime_finish(SnapshotReason reason) {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return;
   Bookkeeping bookkeeping;

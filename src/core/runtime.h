@@ -94,6 +94,9 @@ const Options& runtime_options();
 // runtime_snapshot_now() writes a snapshot now; 0 on success, -1 when not tracking or on error.
 int runtime_snapshot_now();
 
+// runtime_stream_path() is the path of the stream this process writes (empty before start).
+const char* runtime_stream_path();
+
 // runtime_finish() writes the final snapshot and stops tracking: `reason` is kExit (the library
 // destructor, after atexit handlers and static destructors) or kUnderscoreExit (_exit, _Exit).
 // Idempotent; a no-op in a vfork child, which shares the parent's memory.

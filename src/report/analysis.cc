@@ -36,6 +36,10 @@ StartupPhase joint_phase(StartupPhase a, StartupPhase b) {
 // Untracked growth must be at least this share of RSS growth, and this fast, to be reported.
 constexpr double kMinUntrackedShare = 0.5;
 constexpr double kMinUntrackedBytesPerMin = 256 * 1024;
+// The least unexplained growth over the samples' span: in a run of a few seconds, the pages its
+// threads and libraries touch for the first time grow anonymous memory by some KiB at rates that
+// pass the one above.
+constexpr double kMinUntrackedBytes = 1 << 20;
 
 int verdict_rank(Verdict verdict) {
   switch (verdict) {
@@ -327,7 +331,8 @@ std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>&
   finding.mann_kendall_z = mann_kendall(program_anon).z;
   if (finding.mann_kendall_z >= kTrendZ && finding.rss_growth_bytes_per_min > 0 &&
       finding.untracked_growth_bytes_per_min >= kMinUntrackedShare * finding.rss_growth_bytes_per_min &&
-      finding.untracked_growth_bytes_per_min >= kMinUntrackedBytesPerMin) {
+      finding.untracked_growth_bytes_per_min >= kMinUntrackedBytesPerMin &&
+      finding.untracked_growth_bytes_per_min * (samples.back().time_s - samples.front().time_s) / 60 >= kMinUntrackedBytes) {
     finding.text = fmt::format(
         "anonymous RSS (less leakscope's own memory) grows {}/min but tracked allocations only {}/min: {}/min is not explained by them "
         "(fragmentation, memory the allocator keeps, or memory leakscope does not see)",

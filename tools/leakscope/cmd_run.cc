@@ -236,6 +236,13 @@ int run_command(const RunOptions& options) {
     setenv("LD_PRELOAD", ld_preload.c_str(), 1);
     setenv("LEAKSCOPE_OPTIONS", runtime_options.c_str(), 1);
     unsetenv("LEAKSCOPE_TRACED_ROOT");  // the command is the root of what gets traced
+    // Tools inside the program that read their own stream (the pytest plugin) run this CLI.
+    char self[4096];
+    ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (length > 0) {
+      self[length] = '\0';
+      setenv("LEAKSCOPE_CLI", self, 1);
+    }
     std::vector<char*> argv;
     for (const std::string& argument : options.command) argv.push_back(const_cast<char*>(argument.c_str()));
     argv.push_back(nullptr);
