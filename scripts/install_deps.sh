@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev           # export --pprof's gzip; integration test: a leak inside a system library (zlib)
   golang-go            # integration test: go tool pprof reads the exported profile
+  chromium             # integration test: the exported HTML page rendered headless
   libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools4 libmimalloc2.0  # integration tests: allocators preloaded below leakscope
   heaptrack            # benchmark peer
   python3              # a real program in the integration tests; the benchmark runner

@@ -208,6 +208,16 @@ void capture_peak(const RunState& state, PeakReport* peak, PeakCapture* capture)
   }
 }
 
+}  // namespace
+
+std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupReport& group) {
+  std::vector<std::vector<SeriesPoint>> parts;
+  for (size_t part : group.parts) parts.push_back(site_series(*analysis.series, analysis.sites[part]));
+  return parts.size() == 1 ? parts[0] : sum_series(parts);
+}
+
+namespace {
+
 // build_groups() gathers the (sorted) sites by their first user frame and judges each group on
 // the sum of its parts.
 void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& keys, double now_s, uint32_t epochs) {
@@ -354,7 +364,8 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   std::vector<SnapshotMark> marks = reader.skim_snapshots();
   analysis->at = choose_snapshot(options.at, marks, reader.path());
   uint32_t judged = analysis->at.index;
-  LiveSeries series;
+  analysis->series = std::make_unique<LiveSeries>();
+  LiveSeries& series = *analysis->series;
   JudgedCapture capture(analysis->at);
   PeakCapture peak;
   read_run(reader, 0, &analysis->state, [&](const RunState& state) {

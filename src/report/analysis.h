@@ -117,7 +117,11 @@ struct RunAnalysis {
   TeardownReport teardown;
   std::unique_ptr<Symbolizer> symbolizer;  // over `state`
   FrameRoles roles;
+  std::unique_ptr<LiveSeries> series;  // each site's live bytes over time, up to the judged snapshot
 };
+
+// group_series() is a group's live bytes over time: the sum of its sites' series (as judged).
+std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupReport& group);
 
 // analyze_run() reads the whole stream. Throws StreamError like load_run(). The result refers to
 // itself (the symbolizer reads `state`), hence the pointer.

@@ -8,12 +8,10 @@
 #include "report/site_format.h"
 
 namespace leakscope::report {
-namespace {
 
-// frame_name() is what a flame graph shows for a frame: the function without its parameters
-// (a Python frame with its file and line, as py-spy names them); ';' separates frames and the
-// last space the count, so neither may stand for itself.
-std::string frame_name(const SymbolizedFrame& frame) {
+// ';' separates frames and the last space the count in folded stacks, so neither may stand for
+// itself in a name.
+std::string flame_frame_name(const SymbolizedFrame& frame) {
   std::string name = function_text(frame, 1000);
   if (frame.language == "python") name += fmt::format(" ({}:{})", module_base_name(frame.file), frame.line);
   for (char& c : name) {
@@ -23,8 +21,6 @@ std::string frame_name(const SymbolizedFrame& frame) {
   return name;
 }
 
-}  // namespace
-
 std::string folded_stacks(RunAnalysis& analysis) {
   std::map<std::string, int64_t> bytes_by_stack;
   for (const SiteReport& site : analysis.sites) {
@@ -32,7 +28,7 @@ std::string folded_stacks(RunAnalysis& analysis) {
     std::vector<SymbolizedFrame> frames = analysis.symbolizer->stack(site.summary.stack);
     std::string stack;
     for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {
-      stack += (stack.empty() ? "" : ";") + frame_name(*frame);
+      stack += (stack.empty() ? "" : ";") + flame_frame_name(*frame);
     }
     if (stack.empty()) stack = "[no stack]";
     bytes_by_stack[stack] += site.summary.live_bytes;

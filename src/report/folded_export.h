@@ -11,6 +11,10 @@
 
 namespace leakscope::report {
 
+// flame_frame_name() is what a flame graph shows for a frame: the function without its parameters
+// (a Python frame with its file and line, as py-spy names them), with no ';' or line break.
+std::string flame_frame_name(const SymbolizedFrame& frame);
+
 // folded_stacks() is one line per distinct stack, `outermost;...;innermost BYTES`, live bytes
 // summed over the sites whose frames have the same names, sorted by stack.
 std::string folded_stacks(RunAnalysis& analysis);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -91,7 +92,7 @@ TEST(Export, NoOutputUnwritableOutputAndBadStreamsGetOneLine) {
   std::string file = steady_leak_stream();
   Outcome nothing = leakscope({"export", file});
   EXPECT_EQ(nothing.exit_code, 2);
-  EXPECT_EQ(nothing.err, "leakscope: error: export needs an output: --pprof OUT.pb.gz and/or --folded OUT\n");
+  EXPECT_EQ(nothing.err, "leakscope: error: export needs an output: --pprof OUT.pb.gz, --folded OUT or --html OUT.html\n");
   Outcome unwritable = leakscope({"export", file, "--pprof", scratch_dir() + "/no/dir/run.pb.gz"});
   EXPECT_EQ(unwritable.exit_code, 4);
   EXPECT_NE(unwritable.err.find("cannot write"), std::string::npos) << unwritable.err;
@@ -100,6 +101,42 @@ TEST(Export, NoOutputUnwritableOutputAndBadStreamsGetOneLine) {
   Outcome bad = leakscope({"export", garbage, "--folded", scratch_dir() + "/out.folded"});
   EXPECT_EQ(bad.exit_code, 3);
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
+// The HTML page, rendered by headless Chromium (Debian `chromium`): its flame graph is SVG drawn
+// by the page's own script and holds the leak's frame; a screenshot is kept under the build tree.
+TEST(Export, HtmlPageRendersInChromiumWithTheLeakInItsFlameGraph) {
+  std::string file = steady_leak_stream();
+  std::string page = scratch_dir() + "/run.html";
+  ASSERT_EQ(leakscope({"export", file, "--html", page}).exit_code, 0);
+  std::string html = read_file(page);
+  // Self-contained: nothing to fetch.
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_EQ(html.find("href="), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+
+  std::vector<std::string> chromium{"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,1100"};
+  std::vector<std::string> dump = chromium;
+  dump.insert(dump.end(), {"--dump-dom", "file://" + page});
+  Outcome dom = run_program(dump, {{"HOME", scratch_dir()}});
+  ASSERT_EQ(dom.exit_code, 0) << dom.err << " (scripts/install_deps.sh installs chromium)";
+  size_t flame = dom.out.find("<svg id=\"flame\"");
+  ASSERT_NE(flame, std::string::npos) << dom.out.substr(0, 2000);
+  std::string svg = dom.out.substr(flame, dom.out.find("</svg>", flame) - flame);
+  EXPECT_NE(svg.find("<rect"), std::string::npos);
+  EXPECT_NE(svg.find("<title>parse_record: 1000.00 KiB, leaking 1000.00 KiB</title>"), std::string::npos) << svg.substr(0, 3000);
+  EXPECT_NE(svg.find(">parse_record</text>"), std::string::npos) << svg.substr(0, 3000);
+  EXPECT_NE(dom.out.find("<polyline"), std::string::npos);  // the chart, drawn
+  EXPECT_NE(dom.out.find("<td class=\"leak\">leak</td>"), std::string::npos);
+  EXPECT_NE(dom.out.find("parse_record (steady_leak_ci.c:17)"), std::string::npos);
+
+  std::string artifacts = std::string(LEAKSCOPE_BUILD_DIR) + "/test-artifacts";
+  std::filesystem::create_directories(artifacts);
+  std::vector<std::string> shot = chromium;
+  shot.insert(shot.end(), {"--screenshot=" + artifacts + "/html-report.png", "file://" + page});
+  Outcome screenshot = run_program(shot, {{"HOME", scratch_dir()}});
+  EXPECT_EQ(screenshot.exit_code, 0) << screenshot.err;
+  EXPECT_GT(std::filesystem::file_size(artifacts + "/html-report.png"), 10000u);
 }
 
 }  // namespace

@@ -117,6 +117,7 @@ struct ExportOptions {
   std::string fold;
   std::string pprof;   // --pprof OUT.pb.gz
   std::string folded;  // --folded OUT
+  std::string html;    // --html OUT.html
 };
 
 int export_command(const ExportOptions& options);

@@ -104,10 +104,11 @@ int main(int argc, char** argv) {
   check_verb->add_option("--fold", check.fold, "Fold framework frames, as report does");
 
   ExportOptions exported;
-  CLI::App* export_verb = app.add_subcommand("export", "The judged run as a pprof profile or folded stacks (flame graphs)");
+  CLI::App* export_verb = app.add_subcommand("export", "The judged run as a pprof profile, folded stacks or an HTML page");
   export_verb->add_option("file", exported.file, "A .lsc stream")->required();
   export_verb->add_option("--pprof", exported.pprof, "Write a gzipped pprof profile (go tool pprof, Pyroscope, Grafana)");
   export_verb->add_option("--folded", exported.folded, "Write folded stacks of live bytes (flamegraph.pl, speedscope)");
+  export_verb->add_option("--html", exported.html, "Write one self-contained HTML page: flame graph, memory over time, verdicts");
   export_verb->add_option("--at", exported.at, at_help);
   export_verb->add_option("--fold", exported.fold, "Fold framework frames when grouping, as report does");
 

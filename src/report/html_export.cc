@@ -1,0 +1,218 @@
+#include "report/html_export.h"
+
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "report/folded_export.h"
+#include "report/json_text.h"
+#include "report/site_format.h"
+#include "report/units.h"
+
+namespace leakscope::report {
+namespace {
+
+// One frame of the flame graph, outermost at the root: live bytes of every stack through it, and
+// the part of them in leak groups.
+struct FlameNode {
+  std::string name;
+  int64_t bytes = 0;
+  int64_t leaked = 0;
+  std::map<std::string, FlameNode> children;
+};
+
+nlohmann::json flame_json(const FlameNode& node, int64_t least) {
+  nlohmann::json children = nlohmann::json::array();
+  for (const auto& [name, child] : node.children) {
+    if (child.bytes >= least) children.push_back(flame_json(child, least));
+  }
+  return {{"n", node.name}, {"v", node.bytes}, {"l", node.leaked}, {"c", children}};
+}
+
+std::string html_escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+nlohmann::json points_json(const std::vector<SeriesPoint>& points) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SeriesPoint& point : points) out.push_back({point.time_s, point.value});
+  return out;
+}
+
+// The page's script and style: drawn in the browser from the data above it, with no library.
+constexpr const char* kPage = R"PAGE(<style>
+body{font:13px system-ui,sans-serif;margin:16px;color:#222}
+h1{font-size:18px;margin:0 0 4px} h2{font-size:15px;margin:18px 0 6px}
+.meta{color:#555} table{border-collapse:collapse} td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:left}
+td.num{text-align:right;font-variant-numeric:tabular-nums} .leak{color:#b00;font-weight:600}
+.cache{color:#06c} .startup{color:#777} .unknown{color:#a60}
+#flame text{font-size:11px;pointer-events:none} #flame rect{stroke:#fff;cursor:pointer}
+#legend span{margin-right:14px}
+</style>
+<h1 id="title"></h1><div class="meta" id="meta"></div>
+<h2>Live bytes by stack (click a frame to zoom, the top row to zoom out)</h2><svg id="flame" width="1200"></svg>
+<h2>Memory over time</h2><svg id="chart" width="1200" height="260"></svg><div id="legend"></div>
+<h2>Groups</h2><table id="groups"><tr><th>verdict</th><th>confidence</th><th>live</th><th>growth/min</th>
+<th>leak entropy</th><th>first user frame</th><th>why</th></tr></table>
+<script>
+const D = JSON.parse(document.getElementById('data').textContent);
+const NS = 'http://www.w3.org/2000/svg';
+function el(tag, attrs, parent, text) {
+  const e = document.createElementNS(NS, tag);
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  if (text !== undefined) e.textContent = text;
+  if (parent) parent.appendChild(e);
+  return e;
+}
+function bytes(v) {
+  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB']; let i = 0; let x = Math.abs(v);
+  while (x >= 1024 && i < 4) { x /= 1024; i++; }
+  return (v < 0 ? '-' : '') + (i ? x.toFixed(2) : x) + ' ' + u[i];
+}
+document.getElementById('title').textContent = 'leakscope: ' + D.run.exe + ' (pid ' + D.run.pid + ')';
+document.getElementById('meta').textContent = D.run.judged;
+const ROW = 18, WIDTH = 1200;
+function depth(n) { let d = 0; for (const c of n.c) d = Math.max(d, depth(c)); return d + 1; }
+function drawFlame(root, path) {
+  const svg = document.getElementById('flame');
+  while (svg.firstChild) svg.removeChild(svg.firstChild);
+  svg.setAttribute('height', (depth(root) + path.length) * ROW + 4);
+  let y = 0;
+  for (const up of path) {  // the callers of the zoomed frame, full width
+    const g = el('g', {}, svg);
+    el('rect', {x: 0, y: y, width: WIDTH, height: ROW - 1, fill: '#ddd'}, g);
+    el('title', {}, g, up.n + ': ' + bytes(up.v));
+    el('text', {x: 4, y: y + 13}, g, up.n);
+    g.onclick = () => drawFlame(up, path.slice(0, path.indexOf(up)));
+    y += ROW;
+  }
+  (function draw(node, x, w, y, trail) {
+    if (w < 0.5) return;
+    const share = node.v > 0 ? node.l / node.v : 0;
+    const g = el('g', {class: share > 0.5 ? 'leaking' : 'live'}, svg);
+    const hue = share > 0.5 ? 0 : 30 + 20 * (1 - share);
+    el('rect', {x: x, y: y, width: w, height: ROW - 1, fill: 'hsl(' + hue + ',' + (55 + 35 * share) + '%,' + (70 - 15 * share) + '%)'}, g);
+    el('title', {}, g, node.n + ': ' + bytes(node.v) + (node.l ? ', leaking ' + bytes(node.l) : ''));
+    if (w > 30) el('text', {x: x + 3, y: y + 13}, g, node.n.length * 6.5 > w ? node.n.slice(0, Math.floor(w / 6.5) - 1) + '…' : node.n);
+    g.onclick = () => drawFlame(node, trail);
+    let cx = x;
+    for (const c of node.c) {
+      const cw = node.v > 0 ? w * c.v / node.v : 0;
+      draw(c, cx, cw, y + ROW, trail.concat([node]));
+      cx += cw;
+    }
+  })(root, 0, WIDTH, y, path);
+}
+drawFlame(D.flame, []);
+(function drawChart() {
+  const svg = document.getElementById('chart'), H = 220, L = 70, R = 10;
+  const series = [{name: 'RSS', color: '#444', points: D.rss}, {name: 'tracked', color: '#2a7', points: D.tracked}];
+  const colors = ['#c00', '#e60', '#a0a', '#06c', '#0aa', '#880'];
+  D.groups.filter(g => g.series.length).slice(0, 6).forEach((g, i) => series.push({name: g.verdict + ': ' + g.name, color: colors[i], points: g.series}));
+  let tmax = 0, vmax = 1;
+  for (const s of series) for (const [t, v] of s.points) { tmax = Math.max(tmax, t); vmax = Math.max(vmax, v); }
+  const X = t => L + (WIDTH - L - R) * (tmax > 0 ? t / tmax : 0), Y = v => 10 + H - H * v / vmax;
+  el('line', {x1: L, y1: Y(0), x2: WIDTH - R, y2: Y(0), stroke: '#999'}, svg);
+  for (let k = 0; k <= 4; k++) {
+    el('text', {x: 2, y: Y(vmax * k / 4) + 4, 'font-size': 11}, svg, bytes(vmax * k / 4));
+    el('text', {x: X(tmax * k / 4) - 10, y: H + 30, 'font-size': 11}, svg, (tmax * k / 4).toFixed(1) + ' s');
+  }
+  const legend = document.getElementById('legend');
+  for (const s of series) {
+    if (!s.points.length) continue;
+    el('polyline', {points: s.points.map(([t, v]) => X(t) + ',' + Y(v)).join(' '), fill: 'none', stroke: s.color, 'stroke-width': 1.5}, svg);
+    const item = document.createElement('span'); item.style.color = s.color; item.textContent = '— ' + s.name; legend.appendChild(item);
+  }
+})();
+(function fillTable() {
+  const table = document.getElementById('groups');
+  for (const g of D.groups) {
+    const row = table.insertRow();
+    const cells = [[g.verdict, g.verdict], [g.confidence.toFixed(2), 'num'], [bytes(g.live_bytes), 'num'],
+                   [(g.growth >= 0 ? '+' : '') + bytes(g.growth), 'num'], [g.leak_entropy.toFixed(2), 'num'], [g.name, ''], [g.reason, '']];
+    for (const [text, cls] of cells) { const c = row.insertCell(); c.textContent = text; if (cls) c.className = cls; }
+  }
+})();
+</script>
+)PAGE";
+
+}  // namespace
+
+std::string html_report(RunAnalysis& analysis, size_t top) {
+  FlameNode root;
+  root.name = "all";
+  for (const SiteReport& site : analysis.sites) {
+    if (site.summary.live_bytes <= 0) continue;
+    bool leak = analysis.groups[site.group].judgement.verdict == Verdict::kLeak;
+    int64_t bytes = site.summary.live_bytes;
+    std::vector<SymbolizedFrame> frames = analysis.symbolizer->stack(site.summary.stack);
+    FlameNode* node = &root;
+    node->bytes += bytes;
+    node->leaked += leak ? bytes : 0;
+    for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {
+      std::string name = flame_frame_name(*frame);
+      node = &node->children[name];
+      node->name = name;
+      node->bytes += bytes;
+      node->leaked += leak ? bytes : 0;
+    }
+  }
+  nlohmann::json data;
+  const ProcessInfo& process = analysis.state.process();
+  data["run"] = {{"exe", process.exe},
+                 {"pid", process.pid},
+                 {"judged", fmt::format("judged at snapshot {} of {}, {} into the run ({}); live {}", analysis.at.index,
+                                        analysis.at.count, format_seconds(analysis.judged.time_ns), analysis.at.why,
+                                        format_bytes(root.bytes))}};
+  data["flame"] = flame_json(root, std::max<int64_t>(1, root.bytes / 2000));
+  nlohmann::json rss = nlohmann::json::array(), tracked = nlohmann::json::array();
+  for (const ProcessSample& sample : analysis.residency) {
+    rss.push_back({sample.time_s, sample.rss_bytes});
+    int64_t host = 0;
+    for (size_t d = 0; d < sample.tracked_bytes.size(); ++d) {
+      if (is_host_domain(static_cast<Domain>(d))) host += sample.tracked_bytes[d];
+    }
+    tracked.push_back({sample.time_s, host});
+  }
+  data["rss"] = rss;
+  data["tracked"] = tracked;
+  data["groups"] = nlohmann::json::array();
+  for (size_t g = 0; g < analysis.groups.size() && g < top; ++g) {
+    const GroupReport& group = analysis.groups[g];
+    std::string name = function_text(group.user_frame, 80);
+    if (!group.user_frame.file.empty()) name += fmt::format(" ({}:{})", module_base_name(group.user_frame.file), group.user_frame.line);
+    data["groups"].push_back({{"name", name},
+                              {"verdict", verdict_name(group.judgement.verdict)},
+                              {"confidence", group.judgement.confidence},
+                              {"live_bytes", group.live_bytes},
+                              {"growth", group.judgement.growth_bytes_per_min},
+                              {"leak_entropy", group.judgement.leak_entropy},
+                              {"reason", group.judgement.reason},
+                              {"series", points_json(group_series(analysis, group))}});
+  }
+  // "</" would end the script element that carries the data.
+  std::string json = json_text(data, -1);
+  std::string escaped;
+  for (size_t i = 0; i < json.size(); ++i) {
+    if (json[i] == '<' && i + 1 < json.size() && json[i + 1] == '/') {
+      escaped += "<\\/";
+      ++i;
+    } else {
+      escaped += json[i];
+    }
+  }
+  return fmt::format("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>leakscope: {} (pid {})</title></head><body>\n"
+                     "<script type=\"application/json\" id=\"data\">{}</script>\n{}</body></html>\n",
+                     html_escaped(process.exe), process.pid, escaped, kPage);
+}
+
+}  // namespace leakscope::report
