@@ -9,10 +9,12 @@ packages=(
   libdw-dev libelf-dev # offline symbolization in the CLI
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libprotobuf-dev protobuf-compiler  # export --pprof (profile.proto)
+  libcpp-httplib-dev   # serve, run --prometheus: the /metrics endpoint
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev           # export --pprof's gzip; integration test: a leak inside a system library (zlib)
   golang-go            # integration test: go tool pprof reads the exported profile
   chromium             # integration test: the exported HTML page rendered headless
+  prometheus curl      # integration test: a real Prometheus server scrapes the endpoint
   libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools4 libmimalloc2.0  # integration tests: allocators preloaded below leakscope
   heaptrack            # benchmark peer
   python3              # a real program in the integration tests; the benchmark runner

@@ -34,6 +34,10 @@ struct RunOptions {
   bool no_follow_exec = false;
   std::vector<std::string> extra_options;  // raw name=value pairs
   std::string check;                       // --check: the gate's limits, "max-leaked=1MiB,..."
+  std::string prometheus;                  // --prometheus HOST:PORT, served while the command runs
+  bool listen_remote = false;
+  std::vector<std::string> labels;         // --label NAME=VALUE on every series
+  size_t top = 20;
   bool gate = false;                       // --check was given (an empty one gates with the defaults)
   std::vector<std::string> command;
 };
@@ -121,6 +125,23 @@ struct ExportOptions {
 };
 
 int export_command(const ExportOptions& options);
+
+struct ServeOptions {
+  std::string file;
+  std::string prometheus;  // HOST:PORT
+  bool listen_remote = false;
+  std::vector<std::string> labels;
+  size_t top = 20;
+};
+
+int serve_command(const ServeOptions& options);
+
+struct MetricsServerOptions;
+
+// prepare_metrics() validates the address and labels into `options`; kOk, or the exit code of the
+// error it printed.
+int prepare_metrics(const std::string& address, bool listen_remote, const std::vector<std::string>& labels, size_t top,
+                    MetricsServerOptions* options);
 
 // preload_path() finds libleakscope.so next to this executable (build tree or install); empty
 // when it is not there.

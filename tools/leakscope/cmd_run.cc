@@ -6,6 +6,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,10 +15,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "metrics_server.h"
 #include "core/options.h"
 #include "core/stream_format.h"
 #include "report/run_state.h"
@@ -177,6 +182,28 @@ bool is_static_executable(const std::string& path) {
   return true;
 }
 
+// can_listen() tells whether `address` can be bound now (a socket bound and closed at once).
+bool can_listen(const ListenAddress& address, std::string* error) {
+  struct addrinfo hints {};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  struct addrinfo* found = nullptr;
+  std::string port = std::to_string(address.port);
+  if (getaddrinfo(address.host.c_str(), port.c_str(), &hints, &found) != 0 || found == nullptr) {
+    *error = fmt::format("--prometheus: cannot resolve '{}'", address.host);
+    return false;
+  }
+  int fd = socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
+  int yes = 1;
+  bool bound = fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes)) == 0 &&
+               ::bind(fd, found->ai_addr, found->ai_addrlen) == 0;
+  int reason = errno;
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  if (!bound) *error = fmt::format("cannot listen on {}:{}: {}", address.host, address.port, std::strerror(reason));
+  return bound;
+}
+
 }  // namespace
 
 int run_command(const RunOptions& options) {
@@ -192,6 +219,20 @@ int run_command(const RunOptions& options) {
       return fail(kUsage, "--check needs to know the stream's name: -o without %e");
     }
     if (int code = prepare_check(check, &gate); code != kOk) return code;
+  }
+
+  MetricsServerOptions metrics;
+  if (!options.prometheus.empty()) {
+    if (int code = prepare_metrics(options.prometheus, options.listen_remote, options.labels, options.top, &metrics);
+        code != kOk) {
+      return code;
+    }
+    if (options.output.find("%e") != std::string::npos) {
+      return fail(kUsage, "--prometheus needs to know the stream's name: -o without %e");
+    }
+    // The server's socket is made after fork, so that the command does not inherit it: tried here.
+    std::string error;
+    if (!can_listen(metrics.address, &error)) return fail(kCannotListen, error);
   }
 
   std::string runtime_options = join_options(options);
@@ -252,6 +293,25 @@ int run_command(const RunOptions& options) {
     _exit(kCannotLaunch);
   }
 
+  std::unique_ptr<MetricsServer> server;
+  std::thread serving;
+  if (!options.prometheus.empty()) {
+    std::string expected = resolved_output(options.output, child);
+    auto found = std::make_shared<std::string>();
+    server = std::make_unique<MetricsServer>(metrics, [expected, child, found] {
+      if (found->empty()) *found = stream_of(expected, child);
+      return *found;
+    });
+    std::string error;
+    if (server->bind(&error)) {
+      fmt::print(stderr, "leakscope: serving the metrics on http://{}:{}/metrics while the command runs\n",
+                 metrics.address.host, metrics.address.port);
+      serving = std::thread([&server] { server->serve(); });
+    } else {
+      fmt::print(stderr, "leakscope: warning: {}; the command runs without the metrics\n", error);
+    }
+  }
+
   // As a shell does: terminal signals reach the child directly, others are passed on.
   g_child = child;
   signal(SIGINT, SIG_IGN);
@@ -260,6 +320,10 @@ int run_command(const RunOptions& options) {
   signal(SIGHUP, forward_signal);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (serving.joinable()) {
+    server->stop();
+    serving.join();
   }
   std::vector<std::string> finals;  // the streams to gate: the root's (or what it exec'd into), its children's
   if (options.output.find("%e") == std::string::npos) {

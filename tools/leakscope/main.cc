@@ -32,10 +32,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  static const char* const kVerbs[] = {"run", "dump", "report", "diff", "check", "export"};
+  static const char* const kVerbs[] = {"run", "dump", "report", "diff", "check", "export", "serve"};
   if (argc > 1 && argv[1][0] != '-' &&
       std::none_of(std::begin(kVerbs), std::end(kVerbs), [&](const char* verb) { return std::strcmp(argv[1], verb) == 0; })) {
-    return fail(kUsage, fmt::format("unknown verb '{}': use run, dump, report, diff, check or export (--help lists them)", argv[1]));
+    return fail(kUsage, fmt::format("unknown verb '{}': use run, dump, report, diff, check, export or serve (--help lists them)", argv[1]));
   }
 
   CLI::App app{"leakscope: where a program's memory goes, and which code leaks it"};
@@ -52,6 +52,11 @@ int main(int argc, char** argv) {
   run_verb->add_flag("--no-follow-exec", run.no_follow_exec, "Do not track programs the command execs");
   run_verb->add_option("--option", run.extra_options, "Any runtime option as name=value (see docs/options.md)");
   auto non_empty = [](const std::string& value) { return value.empty() ? std::string("needs a value") : std::string(); };
+  run_verb->add_option("--prometheus", run.prometheus, "Serve Prometheus metrics on HOST:PORT (loopback) while the command runs")
+      ->check(non_empty);
+  run_verb->add_flag("--listen-remote", run.listen_remote, "Let --prometheus listen on an address other machines reach");
+  run_verb->add_option("--label", run.labels, "NAME=VALUE on every Prometheus series (a fleet told apart); repeatable");
+  run_verb->add_option("--metrics-top", run.top, "Groups with Prometheus series of their own (default 20)")->check(CLI::Range(1, 10000));
   run_verb->add_option("--check", run.check,
                        "Gate the run when it ends, as check does: 'max-leaked=1MiB,max-leak-rate=100KiB/min,...'");
 
@@ -112,6 +117,16 @@ int main(int argc, char** argv) {
   export_verb->add_option("--at", exported.at, at_help);
   export_verb->add_option("--fold", exported.fold, "Fold framework frames when grouping, as report does");
 
+  ServeOptions serve;
+  CLI::App* serve_verb = app.add_subcommand("serve", "Serve Prometheus metrics for a stream a traced process is writing");
+  serve_verb->add_option("file", serve.file, "A .lsc stream")->required();
+  serve_verb->add_option("--prometheus", serve.prometheus, "HOST:PORT to serve /metrics on (loopback unless --listen-remote)")
+      ->required()
+      ->check(non_empty);
+  serve_verb->add_flag("--listen-remote", serve.listen_remote, "Listen on an address other machines reach");
+  serve_verb->add_option("--label", serve.labels, "NAME=VALUE on every series; repeatable");
+  serve_verb->add_option("--top", serve.top, "Groups with series of their own (default 20)")->check(CLI::Range(1, 10000));
+
   try {
     app.parse(own_argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -144,6 +159,7 @@ int main(int argc, char** argv) {
     if (diff_verb->parsed()) return diff_command(diff);
     if (check_verb->parsed()) return check_command(check);
     if (export_verb->parsed()) return export_command(exported);
+    if (serve_verb->parsed()) return serve_command(serve);
     uint64_t dump_bytes = 0;
     if (!leakscope::internal::parse_size_bytes(dump_min_bytes.data(), dump_min_bytes.size(), &dump_bytes)) {
       return fail(kUsage, "--min-bytes: not a size: " + dump_min_bytes);

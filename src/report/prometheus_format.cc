@@ -1,0 +1,123 @@
+#include "report/prometheus_format.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "report/frame_roles.h"
+#include "report/site_format.h"
+
+namespace leakscope::report {
+namespace {
+
+// Label values escape backslash, double quote and line feed (the exposition format's rule).
+std::string label_value(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+class Exposition {
+ public:
+  explicit Exposition(const MetricsOptions& options) {
+    for (const auto& [name, value] : options.labels) common_ += fmt::format("{}=\"{}\",", name, label_value(value));
+  }
+
+  void family(const char* name, const char* type, const char* help) {
+    text_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  }
+
+  // sample() writes one series; `labels` is "k=\"v\"," pairs (each ending in a comma) or empty.
+  void sample(const char* name, const std::string& labels, double value) {
+    std::string all = common_ + labels;
+    if (!all.empty()) all.pop_back();
+    text_ += all.empty() ? fmt::format("{} {}\n", name, value) : fmt::format("{}{{{}}} {}\n", name, all, value);
+  }
+
+  std::string take() { return std::move(text_); }
+
+ private:
+  std::string common_;
+  std::string text_;
+};
+
+struct GroupSeries {
+  std::string labels;
+  double live_bytes = 0, rate = 0, entropy = 0;
+};
+
+}  // namespace
+
+bool valid_label_name(const std::string& name) {
+  if (name.empty() || name.rfind("__", 0) == 0) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    if (!letter && !(i > 0 && c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+std::string prometheus_metrics(RunAnalysis& analysis, const MetricsOptions& options) {
+  std::vector<GroupSeries> groups;
+  std::map<std::string, size_t> index;         // labels -> position in groups
+  std::map<std::string, GroupSeries> others;  // by verdict: the groups beyond --top, summed
+  for (size_t g = 0; g < analysis.groups.size(); ++g) {
+    const GroupReport& group = analysis.groups[g];
+    const char* verdict = verdict_name(group.judgement.verdict);
+    const char* domain = group.parts.empty() ? "heap" : domain_name(analysis.sites[group.parts[0]].summary.domain);
+    if (g < options.top) {
+      std::string function = function_text(group.user_frame, 100);
+      if (!group.user_frame.file.empty()) {
+        function += fmt::format(" ({}:{})", module_base_name(group.user_frame.file), group.user_frame.line);
+      }
+      std::string labels = fmt::format("function=\"{}\",domain=\"{}\",verdict=\"{}\",", label_value(function), domain, verdict);
+      // Groups of one frame told apart by their callers share these labels: one series, summed
+      // (Prometheus refuses a scrape with two series of one label set); the entropy is the first's.
+      auto [slot, added] = index.emplace(labels, groups.size());
+      if (added) groups.push_back({labels, 0, 0, group.judgement.leak_entropy});
+      groups[slot->second].live_bytes += static_cast<double>(group.live_bytes);
+      groups[slot->second].rate += group.judgement.growth_bytes_per_min;
+      continue;
+    }
+    GroupSeries& other = others[verdict];
+    other.labels = fmt::format("function=\"(other)\",domain=\"all\",verdict=\"{}\",", verdict);
+    other.live_bytes += static_cast<double>(group.live_bytes);
+    other.rate += group.judgement.growth_bytes_per_min;
+  }
+  for (auto& [verdict, other] : others) groups.push_back(other);
+
+  Exposition out(options);
+  out.family("leakscope_live_bytes", "gauge", "Live bytes of a group of sites (one first user frame) at the judged snapshot");
+  for (const GroupSeries& group : groups) out.sample("leakscope_live_bytes", group.labels, group.live_bytes);
+  out.family("leakscope_leak_rate_bytes_per_minute", "gauge", "Growth of the group's live bytes (Theil-Sen slope of their floor)");
+  for (const GroupSeries& group : groups) out.sample("leakscope_leak_rate_bytes_per_minute", group.labels, group.rate);
+  out.family("leakscope_leak_entropy", "gauge", "Leak entropy of the group's live bytes over birth time (0..1)");
+  for (const GroupSeries& group : groups) {
+    if (group.labels.find("(other)") == std::string::npos) out.sample("leakscope_leak_entropy", group.labels, group.entropy);
+  }
+  const SnapshotInfo& judged = analysis.judged;
+  out.family("leakscope_rss_bytes", "gauge", "Resident memory of the process");
+  out.sample("leakscope_rss_bytes", "", static_cast<double>(judged.rss_bytes));
+  out.family("leakscope_pss_bytes", "gauge", "Proportional set size of the process");
+  out.sample("leakscope_pss_bytes", "", static_cast<double>(judged.pss_bytes));
+  out.family("leakscope_tracked_bytes", "gauge", "Live bytes leakscope tracks, by domain");
+  for (size_t d = 0; d < analysis.live_bytes_by_domain.size(); ++d) {
+    out.sample("leakscope_tracked_bytes", fmt::format("domain=\"{}\",", domain_name(static_cast<Domain>(d))),
+               static_cast<double>(analysis.live_bytes_by_domain[d]));
+  }
+  out.family("leakscope_own_memory_bytes", "gauge", "Memory leakscope itself holds in the process");
+  out.sample("leakscope_own_memory_bytes", "", static_cast<double>(judged.overhead_bytes));
+  out.family("leakscope_snapshots", "gauge", "Snapshots in the stream so far");
+  out.sample("leakscope_snapshots", "", analysis.at.count);
+  out.family("leakscope_process_running", "gauge", "1 while the stream has no final snapshot (the process runs, or was killed)");
+  out.sample("leakscope_process_running", "", analysis.at.last.final ? 0 : 1);
+  return out.take();
+}
+
+}  // namespace leakscope::report

@@ -1,0 +1,148 @@
+// The live Prometheus endpoint: `leakscope run --prometheus` scraped by a real Prometheus server
+// (Debian `prometheus`, started here on loopback with a configuration of its own), and
+// `leakscope serve` on a stream, checked line by line against the report.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
+#include <regex>
+
+#include "harness.h"
+
+namespace leakscope::testing {
+namespace {
+
+// Two loopback ports of this test process's own, apart from other test processes'.
+int port_base() { return 20000 + static_cast<int>(getpid() % 9000) * 2; }
+
+std::string metric_line(const std::string& metrics, const std::string& prefix) {
+  size_t at = metrics.find("\n" + prefix);
+  if (at == std::string::npos) return "";
+  return metrics.substr(at + 1, metrics.find('\n', at + 1) - at - 1);
+}
+
+TEST(Prometheus, ARealServerScrapesTheRunningServiceAndAQueryFindsItsLeak) {
+  std::string dir = scratch_dir();
+  int metrics_port = port_base(), prometheus_port = port_base() + 1;
+  std::string script = R"SH(
+set -u
+dir="$DIR" cli="$CLI" demo="$DEMO"
+"$cli" run -o "$dir/svc.lsc" --interval 250ms --prometheus "127.0.0.1:$METRICS_PORT" \
+  --label model=qwen2 --label stage=inference -- "$demo" --seconds 14 > "$dir/run.out" 2>&1 &
+run=$!
+cat > "$dir/prometheus.yml" <<CONFIG
+global: {scrape_interval: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: leakscope
+    static_configs: [{targets: ['127.0.0.1:$METRICS_PORT']}]
+CONFIG
+prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
+  --web.listen-address="127.0.0.1:$PROMETHEUS_PORT" > "$dir/prometheus.log" 2>&1 &
+server=$!
+query() { curl -s "http://127.0.0.1:$PROMETHEUS_PORT/api/v1/query" --data-urlencode "query=$1"; echo; }
+for attempt in $(seq 1 40); do
+  sleep 0.5
+  result=$(query 'leakscope_live_bytes{verdict="leak"}')
+  case "$result" in *format_debug_trace*) break ;; esac
+done
+echo "LEAK $result"
+echo "UP $(query 'up{job="leakscope"}')"
+echo "RATE $(query 'sum(leakscope_leak_rate_bytes_per_minute{verdict="leak",stage="inference"})')"
+kill $server
+wait $run
+echo "RUN $?"
+)SH";
+  std::map<std::string, std::string> env{{"DIR", dir},
+                                         {"CLI", LEAKSCOPE_CLI},
+                                         {"DEMO", LEAKSCOPE_DEMO},
+                                         {"METRICS_PORT", std::to_string(metrics_port)},
+                                         {"PROMETHEUS_PORT", std::to_string(prometheus_port)}};
+  Outcome outcome = run_program({"bash", "-c", script}, env, 90);
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  auto field = [&](const std::string& name) {
+    size_t at = outcome.out.find(name + " ");
+    return at == std::string::npos ? std::string() : outcome.out.substr(at + name.size() + 1,
+                                                                        outcome.out.find('\n', at) - at - name.size() - 1);
+  };
+  ASSERT_FALSE(field("LEAK").empty()) << outcome.out << read_file(dir + "/prometheus.log");
+  nlohmann::json leak = nlohmann::json::parse(field("LEAK"));
+  ASSERT_EQ(leak["status"], "success") << field("LEAK");
+  ASSERT_EQ(leak["data"]["result"].size(), 1u) << field("LEAK");
+  const nlohmann::json& series = leak["data"]["result"][0];
+  EXPECT_EQ(series["metric"]["function"], "format_debug_trace (inference_service.cc:84)");
+  EXPECT_EQ(series["metric"]["domain"], "heap");
+  EXPECT_EQ(series["metric"]["model"], "qwen2");
+  EXPECT_EQ(series["metric"]["stage"], "inference");
+  EXPECT_GT(std::stod(series["value"][1].get<std::string>()), 0.0);
+  nlohmann::json up = nlohmann::json::parse(field("UP"));
+  ASSERT_EQ(up["data"]["result"].size(), 1u) << field("UP");
+  EXPECT_EQ(up["data"]["result"][0]["value"][1], "1");
+  nlohmann::json rate = nlohmann::json::parse(field("RATE"));
+  ASSERT_EQ(rate["data"]["result"].size(), 1u) << field("RATE");
+  EXPECT_GT(std::stod(rate["data"]["result"][0]["value"][1].get<std::string>()), 1024.0 * 1024);  // MiB a minute
+  EXPECT_EQ(field("RUN"), "0") << read_file(dir + "/run.out");
+  EXPECT_NE(read_file(dir + "/run.out").find("serving the metrics on http://127.0.0.1:"), std::string::npos);
+}
+
+TEST(Prometheus, ServeAnswersTheReportsFiguresAndRefusesBadAddressesAndLabels) {
+  std::string dir = scratch_dir();
+  std::string file = dir + "/run.lsc";
+  ASSERT_EQ(leakscope({"run", "-o", file, "--", fixture("steady_leak_ci"), "250"}).exit_code, 0);
+  int port = port_base();
+  std::string script = "\"" + std::string(LEAKSCOPE_CLI) + "\" serve " + file + " --prometheus 127.0.0.1:" +
+                       std::to_string(port) + " --label 'site=eu \"west\"' & serve=$!; for i in $(seq 1 40); do "
+                       "sleep 0.25; curl -sf http://127.0.0.1:" + std::to_string(port) +
+                       "/metrics && break; done; kill -TERM $serve; wait $serve; echo \"SERVE $?\"";
+  Outcome served = run_program({"bash", "-c", script}, {}, 60);
+  ASSERT_EQ(served.exit_code, 0) << served.err;
+  EXPECT_NE(served.out.find("# TYPE leakscope_live_bytes gauge"), std::string::npos) << served.out;
+  EXPECT_EQ(metric_line(served.out, "leakscope_live_bytes{site=\"eu \\\"west\\\"\",function=\"parse_record"),
+            "leakscope_live_bytes{site=\"eu \\\"west\\\"\",function=\"parse_record (steady_leak_ci.c:17)\",domain=\"heap\","
+            "verdict=\"leak\"} 1024000")
+      << served.out;
+  EXPECT_NE(served.out.find("\nleakscope_process_running{site=\"eu \\\"west\\\"\"} 0\n"), std::string::npos) << served.out;
+  EXPECT_NE(served.out.find("SERVE 0"), std::string::npos) << served.out;  // SIGTERM ends it cleanly
+
+  // The Grafana dashboard in examples/: a dashboard's shape, over series the endpoint serves.
+  nlohmann::json dashboard =
+      nlohmann::json::parse(read_file(std::string(LEAKSCOPE_SOURCE_DIR) + "/examples/grafana/leakscope-dashboard.json"));
+  EXPECT_TRUE(dashboard["title"].is_string());
+  ASSERT_TRUE(dashboard["panels"].is_array());
+  ASSERT_GE(dashboard["panels"].size(), 4u);
+  std::regex metric_name("leakscope_[a-z_]+");
+  for (const auto& panel : dashboard["panels"]) {
+    EXPECT_TRUE(panel["id"].is_number() && panel["type"].is_string() && panel["title"].is_string()) << panel.dump();
+    EXPECT_TRUE(panel["gridPos"].contains("w") && panel["gridPos"].contains("h")) << panel.dump();
+    ASSERT_TRUE(panel["targets"].is_array() && !panel["targets"].empty()) << panel.dump();
+    for (const auto& target : panel["targets"]) {
+      ASSERT_TRUE(target["refId"].is_string() && target["expr"].is_string()) << target.dump();
+      std::string expr = target["expr"];
+      for (auto match = std::sregex_iterator(expr.begin(), expr.end(), metric_name); match != std::sregex_iterator(); ++match) {
+        EXPECT_NE(served.out.find("# TYPE " + match->str() + " "), std::string::npos) << match->str() << " in " << expr;
+      }
+    }
+  }
+
+  Outcome remote = leakscope({"serve", file, "--prometheus", "0.0.0.0:9464"});
+  EXPECT_EQ(remote.exit_code, 2);
+  EXPECT_NE(remote.err.find("is not a loopback address; --listen-remote serves the metrics to other machines"),
+            std::string::npos)
+      << remote.err;
+  Outcome label = leakscope({"serve", file, "--prometheus", "127.0.0.1:9464", "--label", "2bad=x"});
+  EXPECT_EQ(label.exit_code, 2);
+  EXPECT_NE(label.err.find("--label: not NAME=VALUE"), std::string::npos) << label.err;
+  Outcome port_text = leakscope({"run", "--prometheus", "127.0.0.1:http", "--", "true"});
+  EXPECT_EQ(port_text.exit_code, 2);
+  EXPECT_NE(port_text.err.find("--prometheus: not a port"), std::string::npos) << port_text.err;
+
+  // A port another process holds: serve and run both say so before anything starts.
+  std::string busy = "python3 -c 'import socket,time; s=socket.socket(); s.bind((\"127.0.0.1\"," + std::to_string(port) +
+                     ")); s.listen(); time.sleep(5)' & holder=$!; sleep 0.5; \"" + std::string(LEAKSCOPE_CLI) +
+                     "\" serve " + file + " --prometheus 127.0.0.1:" + std::to_string(port) + "; echo \"CODE $?\"; kill $holder";
+  Outcome taken = run_program({"bash", "-c", busy}, {}, 30);
+  EXPECT_NE(taken.out.find("CODE 7"), std::string::npos) << taken.out << taken.err;
+  EXPECT_NE(taken.err.find("cannot listen on 127.0.0.1:" + std::to_string(port)), std::string::npos) << taken.err;
+}
+
+}  // namespace
+}  // namespace leakscope::testing
