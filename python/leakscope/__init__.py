@@ -142,7 +142,7 @@ def _name_python_threads():
 # and are looked up here only when asked for (pytest lists a plugin's names with dir()): a plain
 # `import leakscope`, which the preload's sitecustomize makes before pytest is imported, never
 # imports pytest.
-_PYTEST_HOOKS = ("pytest_addoption", "pytest_configure", "pytest_runtest_call", "pytest_runtest_makereport")
+_PYTEST_HOOKS = ("pytest_addoption", "pytest_configure", "pytest_pyfunc_call")
 
 
 def __getattr__(name):

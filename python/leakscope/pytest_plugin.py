@@ -4,8 +4,8 @@ live beyond its limit fails, naming the Python line that allocated what it left.
     @pytest.mark.leakscope(max_leaked="1MiB")     # this test's limit
     pytest -p leakscope --leakscope-max-leaked=64KiB   # every other test's (default: unchecked)
 
-What a test leaves is measured around its call (setup and teardown are fixtures' business): the
-live heap, mmap and CPU-tensor bytes after a garbage collection, before and after. Allocations
+What a test leaves is measured around the test function (setup and teardown are fixtures'
+business): the live heap, mmap and CPU-tensor bytes after a garbage collection, before and after. Allocations
 the test makes carry its node id as their task, so a failure can name the line from the stream.
 Without the preload the plugin checks nothing. Needs pytest 7 or later.
 """
@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sysconfig
 
 import pytest
 
@@ -23,7 +24,6 @@ import leakscope
 _SIZE = re.compile(r"^(\d+)\s*(B|K|KB|KiB|M|MB|MiB|G|GB|GiB)?$")
 _SCALE = {None: 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KiB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
           "MiB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GiB": 1 << 30}
-_LEFT = pytest.StashKey[str]()  # what a test left, when over its limit
 
 
 def _size(text, what):
@@ -50,27 +50,44 @@ def _cli():
     return os.environ.get("LEAKSCOPE_CLI") or shutil.which("leakscope")
 
 
+def _library_paths():
+    """Where the interpreter's own and installed packages live: frames there are not the test's."""
+    paths = set()
+    for name in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(name)
+        if path:
+            paths.add(os.path.realpath(path))
+    return tuple(paths)
+
+
+def _is_users(frame, libraries):
+    path = os.path.realpath(frame.get("file") or "")
+    return bool(path) and not path.startswith(libraries) and "site-packages" not in path and "dist-packages" not in path
+
+
 def _where_it_was_allocated(nodeid):
     """The Python line (and function) of the largest live site the test's task holds, read from
-    this process's own stream after a snapshot; None when it cannot be read."""
+    this process's own stream after a snapshot: the first frame of the test's own code (not the
+    standard library's or a package's), else the innermost Python frame; None when it cannot be
+    read."""
     path, cli = leakscope.stream_path(), _cli()
     if not path or not cli or not leakscope.snapshot_now():
         return None
     untraced = {name: value for name, value in os.environ.items() if name not in ("LD_PRELOAD", "LEAKSCOPE_OPTIONS")}
     try:
-        dumped = subprocess.run([cli, "dump", path, "--format", "json"], capture_output=True, text=True,
-                                timeout=120, check=False, env=untraced)
+        dumped = subprocess.run([cli, "dump", path, "--format", "json", "--task", nodeid, "--top", "20"],
+                                capture_output=True, text=True, timeout=120, check=False, env=untraced)
         sites = json.loads(dumped.stdout)["sites"] if dumped.returncode == 0 else []
     except (OSError, ValueError, KeyError, subprocess.SubprocessError):
         return None
+    libraries = _library_paths()
     best, best_bytes = None, 0
     for site in sites:
         held = sum(task["live_bytes"] for task in site.get("tasks", []) if task.get("name") == nodeid)
-        if held <= best_bytes:
+        python = [f for f in site.get("frames", []) if f.get("language") == "python"]
+        if held <= best_bytes or not python:
             continue
-        frame = next((f for f in site.get("frames", []) if f.get("language") == "python"), None)
-        if frame is not None:
-            best, best_bytes = frame, held
+        best, best_bytes = next((f for f in python if _is_users(f, libraries)), python[0]), held
     if best is None:
         return None
     return "%s (%s:%d)" % (best.get("function"), os.path.basename(best.get("file") or "?"), best.get("line", 0))
@@ -93,37 +110,34 @@ def _limit(item):
     marker = item.get_closest_marker("leakscope")
     if marker is not None:
         value = marker.kwargs.get("max_leaked", marker.args[0] if marker.args else 0)
-        return _size(value, "%s: @pytest.mark.leakscope(max_leaked=...)" % item.nodeid)
+        try:
+            return _size(value, "@pytest.mark.leakscope(max_leaked=...)")
+        except pytest.UsageError as error:
+            pytest.fail(str(error), pytrace=False)
     return getattr(item.config, "_leakscope_default_limit", None)
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item):
-    limit = _limit(item)
+def pytest_pyfunc_call(pyfuncitem):
+    """Around the test function itself, inside pytest's own work for the call (which keeps a few
+    hundred bytes per test of its own: PYTEST_CURRENT_TEST, its hook records)."""
+    limit = _limit(pyfuncitem)
     if limit is None or not leakscope.active():
         yield
         return
     gc.collect()
-    with leakscope.task(item.nodeid):
+    with leakscope.task(pyfuncitem.nodeid):
         before = _host_live_bytes()
+        holding = _host_live_bytes() - before  # what the reading itself keeps (its number)
         outcome = yield
+        failed = outcome.excinfo is not None
+        del outcome  # pluggy's record of the call is the plugin's, not the test's
         gc.collect()
-        left = _host_live_bytes() - before
-    if left > limit and outcome.excinfo is None:
-        where = _where_it_was_allocated(item.nodeid)
-        message = "leakscope: the test left %s live (%d bytes), over its limit of %s" % (_show(left), left, _show(limit))
-        message += ("; the most of it allocated at %s" % where) if where else \
-            "; leakscope report on this run's stream shows it under the task %r" % item.nodeid
-        item.stash[_LEFT] = message
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if call.when != "call" or report.outcome != "passed":
+        left = _host_live_bytes() - before - holding
+    if left <= limit or failed:
         return
-    message = item.stash.get(_LEFT, None)
-    if message:
-        report.outcome = "failed"
-        report.longrepr = message
+    where = _where_it_was_allocated(pyfuncitem.nodeid)
+    message = "leakscope: the test left %s live (%d bytes), over its limit of %s" % (_show(left), left, _show(limit))
+    message += ("; the most of it allocated at %s" % where) if where else \
+        "; leakscope report on this run's stream shows it under the task %r" % pyfuncitem.nodeid
+    pytest.fail(message, pytrace=False)

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "leakscope/leakscope.h"
 
@@ -18,6 +19,7 @@ namespace leakscope {
 namespace {
 
 constexpr int64_t kNoLimit = -1;
+constexpr int kWarmThreads = 8;  // threads a test may run at once without paying the runtime's share
 std::atomic<int64_t> g_test_limit{kNoLimit};  // set by LEAKSCOPE_ALLOW_LEAKED for the running test
 
 // host_live_bytes() is what a test can leave behind: heap blocks, mappings and CPU tensors.
@@ -54,11 +56,14 @@ class LeakListener : public ::testing::EmptyTestEventListener {
  public:
   explicit LeakListener(int64_t default_limit) : default_limit_(default_limit) {}
 
-  // Before the first test: glibc keeps a joined thread's stack, with the TLS block the loader
-  // allocated for it, for the next thread; one thread started and joined now makes that block
-  // the runtime's before any test, not the first test's that starts a thread.
+  // Before the first test: glibc keeps joined threads' stacks, with the TLS block the loader
+  // allocated for each, for the next threads; threads started together and joined now make those
+  // blocks the runtime's before any test, not the first test's that starts that many.
   void OnTestProgramStart(const ::testing::UnitTest&) override {
-    if (leakscope_is_active() != 0) std::thread([] {}).join();
+    if (leakscope_is_active() == 0) return;
+    std::vector<std::thread> warm;
+    for (int i = 0; i < kWarmThreads; ++i) warm.emplace_back([] {});
+    for (std::thread& thread : warm) thread.join();
   }
 
   void OnTestStart(const ::testing::TestInfo& test) override {
@@ -78,7 +83,8 @@ class LeakListener : public ::testing::EmptyTestEventListener {
     if (limit == kNoLimit) limit = default_limit_;
     // A failed test's own failure records are live too; it has failed already.
     if (left <= limit || test.result()->Failed()) return;
-    ADD_FAILURE() << "leakscope: the test left " << left << " bytes live, over its limit of " << limit
+    GTEST_MESSAGE_AT_(test.file(), test.line(), "", ::testing::TestPartResult::kNonFatalFailure)
+        << "leakscope: the test left " << left << " bytes live, over its limit of " << limit
                   << " (LEAKSCOPE_ALLOW_LEAKED in the test, LEAKSCOPE_GTEST_MAX_LEAKED for all): what it allocated "
                   << "and did not free; in leakscope report, what it allocated on its own thread has the task \"" << name_
                   << "\"";

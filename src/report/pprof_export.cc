@@ -160,12 +160,20 @@ std::string pprof_profile(RunAnalysis& analysis) {
   return bytes;
 }
 
-void write_pprof(RunAnalysis& analysis, const std::string& path) {
+std::string pprof_gzipped(RunAnalysis& analysis) {
   std::string bytes = pprof_profile(analysis);
-  gzFile file = gzopen(path.c_str(), "wb");
-  if (file == nullptr) throw ExportError(fmt::format("--pprof: cannot write '{}'", path));
-  bool written = bytes.empty() || gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())) > 0;
-  if (gzclose(file) != Z_OK || !written) throw ExportError(fmt::format("--pprof: cannot write '{}'", path));
+  z_stream stream{};
+  // 15 + 16: a gzip header and trailer around the deflate data.
+  deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&stream, bytes.size()), '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(bytes.data());
+  stream.avail_in = static_cast<uInt>(bytes.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  deflate(&stream, Z_FINISH);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  return out;
 }
 
 }  // namespace leakscope::report

@@ -6,18 +6,11 @@
 #ifndef LEAKSCOPE_REPORT_PPROF_EXPORT_H_
 #define LEAKSCOPE_REPORT_PPROF_EXPORT_H_
 
-#include <stdexcept>
 #include <string>
 
 #include "report/analysis.h"
 
 namespace leakscope::report {
-
-// An export file that cannot be written.
-class ExportError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // pprof_profile() is the profile, serialized and not yet compressed: one sample per live site
 // with its frames as locations (inlined calls as lines of one location, Python frames as
@@ -25,8 +18,8 @@ class ExportError : public std::runtime_error {
 // when its group is a leak), labels domain and verdict; modules as mappings with build-ids.
 std::string pprof_profile(RunAnalysis& analysis);
 
-// write_pprof() writes pprof_profile() gzipped to `path`; throws ExportError.
-void write_pprof(RunAnalysis& analysis, const std::string& path);
+// pprof_gzipped() is pprof_profile() compressed with gzip, as pprof readers take it.
+std::string pprof_gzipped(RunAnalysis& analysis);
 
 }  // namespace leakscope::report
 

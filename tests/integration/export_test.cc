@@ -98,9 +98,15 @@ TEST(Export, NoOutputUnwritableOutputAndBadStreamsGetOneLine) {
   EXPECT_NE(unwritable.err.find("cannot write"), std::string::npos) << unwritable.err;
   std::string garbage = scratch_dir() + "/garbage.lsc";
   std::ofstream(garbage) << std::string(1000, 'z');
-  Outcome bad = leakscope({"export", garbage, "--folded", scratch_dir() + "/out.folded"});
+  std::string out = scratch_dir() + "/out.folded";
+  Outcome bad = leakscope({"export", garbage, "--folded", out, "--html", out + ".html"});
   EXPECT_EQ(bad.exit_code, 3);
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(out));  // nothing left behind, not even an empty file
+  EXPECT_FALSE(std::filesystem::exists(out + ".html"));
+  Outcome same = leakscope({"export", file, "--folded", out, "--html", out});
+  EXPECT_EQ(same.exit_code, 2);
+  EXPECT_NE(same.err.find("--folded and --html name one file"), std::string::npos) << same.err;
 }
 
 // The HTML page, rendered by headless Chromium (Debian `chromium`): its flame graph is SVG drawn

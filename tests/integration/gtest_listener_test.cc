@@ -2,6 +2,8 @@
 // the tests that leave memory live, by their own limits; without the preload it does nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "harness.h"
 
 namespace leakscope::testing {
@@ -18,6 +20,10 @@ TEST(GTestListener, FailsTheTestsThatLeaveMemoryLiveAndOnlyThem) {
   EXPECT_TRUE(has(run.out, "leakscope: the test left 4096 bytes live, over its limit of 0")) << run.out;
   EXPECT_TRUE(has(run.out, "what it allocated on its own thread has the task \"Parser.KeepsARegisteredRecord\"")) << run.out;
   EXPECT_TRUE(has(run.out, "leakscope: the test left 1000 bytes live, over its limit of 0")) << run.out;
+  // Reported at the test's own line, not the listener's.
+  std::string source = read_file(fixture_source("gtest_suite.cc"));
+  int line = 1 + static_cast<int>(std::count(source.begin(), source.begin() + source.find("TEST(Parser, KeepsARegisteredRecord)"), '\n'));
+  EXPECT_TRUE(has(run.out, "gtest_suite.cc:" + std::to_string(line) + ": Failure")) << run.out;
   EXPECT_TRUE(has(run.out, "[       OK ] Cache.WarmsWithinItsDeclaredLimit")) << run.out;
   EXPECT_TRUE(has(run.out, "[  FAILED  ] Worker.KeepsABufferFromAnotherThread")) << run.out;
   EXPECT_TRUE(has(run.out, "[       OK ] Worker.JoinsAndFreesEverything")) << run.out;

@@ -52,6 +52,7 @@ struct DumpOptions {
   int frames = 8;
   size_t top = 0;         // 0: every site
   int64_t min_bytes = 0;  // sites with fewer live bytes are left out
+  std::string task;       // only the sites holding bytes of this task
 };
 
 int dump_command(const DumpOptions& options);

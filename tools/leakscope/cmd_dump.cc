@@ -1,4 +1,5 @@
 // leakscope dump: the state at one snapshot, symbolized.
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -12,10 +13,16 @@
 namespace leakscope::cli {
 namespace {
 
-// keep_largest() keeps the sites holding at least `min_bytes` and, when `top` is not 0, only the
-// `top` holding the most (the sites come largest first).
-void keep_largest(std::vector<report::JudgedSite>* sites, size_t top, int64_t min_bytes) {
-  std::erase_if(*sites, [min_bytes](const report::JudgedSite& site) { return site.summary.live_bytes < min_bytes; });
+// keep_largest() keeps the sites holding at least `min_bytes` (and, with `task`, some bytes of
+// that task) and, when `top` is not 0, only the `top` holding the most (the sites come largest
+// first).
+void keep_largest(std::vector<report::JudgedSite>* sites, size_t top, int64_t min_bytes, const std::string& task) {
+  std::erase_if(*sites, [&](const report::JudgedSite& site) {
+    if (site.summary.live_bytes < min_bytes) return true;
+    if (task.empty()) return false;
+    return std::none_of(site.summary.tasks.begin(), site.summary.tasks.end(),
+                        [&](const report::TaskShare& share) { return share.name == task && share.live_bytes > 0; });
+  });
   if (top != 0 && sites->size() > top) sites->resize(top);
 }
 
@@ -34,7 +41,7 @@ int dump_command(const DumpOptions& options) {
     report::read_run(reader, at.index, &state, [&capture](const report::RunState& read) { capture.observe(read); });
     std::vector<report::JudgedSite> sites = capture.take_sites();
     size_t all_sites = sites.size();
-    keep_largest(&sites, options.top, options.min_bytes);
+    keep_largest(&sites, options.top, options.min_bytes, options.task);
     size_t left_out = all_sites - sites.size();
     report::Symbolizer symbolizer(state);
     report::RunHeader header{state, at, capture.info(), capture.live_bytes_by_domain()};

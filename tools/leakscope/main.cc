@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   dump_verb->add_option("--frames", dump.frames, "Frames shown per site in text")->check(CLI::Range(1, 1000))->capture_default_str();
   dump_verb->add_option("--format", dump.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   dump_verb->add_option("--top", dump.top, "Only the N sites with the most live bytes (default: every site)")->check(CLI::Range(1, 100000000));
+  dump_verb->add_option("--task", dump.task, "Only the sites holding live bytes of this task");
   std::string dump_min_bytes = "0";
   dump_verb->add_option("--min-bytes", dump_min_bytes, "Leave out sites with fewer live bytes (e.g. 64KiB)")->capture_default_str();
 
