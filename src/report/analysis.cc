@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "report/site_format.h"
+#include "report/suppressions.h"
 #include "report/units.h"
 
 namespace leakscope::report {
@@ -432,6 +433,14 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   });
   SiteKeys keys(state, *analysis->symbolizer, analysis->roles);
   build_groups(*analysis, series, keys, now_s, capture.epochs());
+  for (GroupReport& group : analysis->groups) {
+    const char* residue = nullptr;
+    for (size_t part : group.parts) {
+      residue = runtime_residue(analysis->symbolizer->stack(analysis->sites[part].summary.stack));
+      if (residue == nullptr) break;
+    }
+    if (residue != nullptr) group.runtime = residue;
+  }
   build_peak_holders(*analysis, peak, keys);
 
   // Live bytes now are those of the judged sites (a main-return mark may take some from the

@@ -53,6 +53,7 @@ struct GroupReport {
   int64_t freed_at_exit_bytes = 0;
   double first_seen_s = 0;
   SiteJudgement judgement;  // on the sum of the parts' series and births
+  std::string runtime;      // why every site of it is the runtime's own residue (suppressions.h); "" when not
 };
 
 // Live bytes and growth of everything one task name, or one thread, owns.

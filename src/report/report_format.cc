@@ -50,6 +50,11 @@ std::vector<size_t> section(const RunAnalysis& analysis, Verdict verdict, const 
   return groups;
 }
 
+// runtime_text() says that a group is the runtime's own residue, which `check` never gates.
+std::string runtime_text(const GroupReport& group) {
+  return fmt::format("runtime: {}, not the program's (leakscope check leaves it out)", group.runtime);
+}
+
 std::string blocks_text(const GroupReport& group) {
   std::string text = fmt::format("{} in {} block{}", format_bytes(group.live_bytes), group.live_blocks,
                                  group.live_blocks == 1 ? "" : "s");
@@ -171,6 +176,7 @@ nlohmann::json group_json(const RunAnalysis& analysis, size_t index) {
                      {"live_blocks", summary.live_blocks}});
   }
   entry["parts"] = parts;
+  entry["runtime"] = group.runtime.empty() ? nlohmann::json() : nlohmann::json(group.runtime);
   return judgement_json(group.judgement, entry);
 }
 
@@ -337,6 +343,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
                                    j.leak_entropy),
                        "   ", "");
     if (group.has_user_frame) out += fmt::format("   in {}\n", frame_text(group.user_frame, kWidth - 6));
+    if (!group.runtime.empty()) out += wrap(runtime_text(group), "   ");
     if (group.cut_at_depth) out += wrap(cut_at_depth_text(analysis), "   ");
     out += wrap(fmt::format("first seen {:.1f} s · {}", group.first_seen_s, j.reason), "   ");
     out += wrap(counts_text(analysis, group), "   ");
@@ -382,6 +389,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
                               freed_at_exit_text(analysis, group.freed_at_exit_bytes, group.live_bytes)),
                   "      ", "  ");
       if (group.has_user_frame) out += fmt::format("      in {}\n", frame_text(group.user_frame, kWidth - 9));
+      if (!group.runtime.empty()) out += wrap(runtime_text(group), "      ");
       if (group.cut_at_depth) out += wrap(cut_at_depth_text(analysis), "      ");
       const auto frames = folder.fold(symbolizer.stack(analysis.sites[group.parts[0]].summary.stack));
       bool named = group.has_user_frame && !frames.empty() && frames[0].address == group.user_frame.address &&
