@@ -12,14 +12,6 @@
 namespace leakscope::testing {
 namespace {
 
-// 250 records of 4096 bytes kept by parse_record: a leak of exactly 1,024,000 bytes (1000.00 KiB).
-std::string steady_leak_stream() {
-  std::string file = scratch_dir() + "/run.lsc";
-  Outcome run = leakscope({"run", "-o", file, "--", fixture("steady_leak_ci"), "250"});
-  EXPECT_EQ(run.exit_code, 0) << run.err;
-  return file;
-}
-
 std::string write_file(const std::string& name, const std::string& text) {
   std::string path = scratch_dir() + "/" + name;
   std::ofstream(path) << text;

@@ -12,14 +12,6 @@
 namespace leakscope::testing {
 namespace {
 
-// 250 records of 4096 bytes kept by parse_record: a leak of exactly 1,024,000 bytes.
-std::string steady_leak_stream() {
-  std::string file = scratch_dir() + "/run.lsc";
-  Outcome run = leakscope({"run", "-o", file, "--", fixture("steady_leak_ci"), "250"});
-  EXPECT_EQ(run.exit_code, 0) << run.err;
-  return file;
-}
-
 // go_pprof() runs Debian golang-go's `go tool pprof` with `args`.
 Outcome go_pprof(const std::vector<std::string>& args) {
   std::vector<std::string> argv{"go", "tool", "pprof"};

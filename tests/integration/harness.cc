@@ -133,6 +133,13 @@ std::string scratch_dir() {
   return path.string();
 }
 
+std::string steady_leak_stream() {
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", fixture("steady_leak_ci"), "250"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  return file;
+}
+
 nlohmann::json dump(const std::string& file, const std::vector<std::string>& extra) {
   std::vector<std::string> args{"dump", "--format", "json", file};
   args.insert(args.end(), extra.begin(), extra.end());

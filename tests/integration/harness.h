@@ -40,6 +40,11 @@ int marker_line(const std::string& file, const std::string& name);
 // scratch_dir() is a fresh directory for this test's files.
 std::string scratch_dir();
 
+// steady_leak_stream() runs the steady_leak_ci fixture (a 2.5 s test binary whose parse_record
+// keeps 250 records of 4096 bytes: a leak of exactly 1,024,000 bytes) under leakscope and returns
+// its stream, in a scratch directory of its own.
+std::string steady_leak_stream();
+
 // dump() runs `leakscope dump --format json FILE` and parses it; fails the test on error.
 nlohmann::json dump(const std::string& file, const std::vector<std::string>& extra = {});
 

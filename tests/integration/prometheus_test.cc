@@ -85,9 +85,7 @@ echo "RUN $?"
 }
 
 TEST(Prometheus, ServeAnswersTheReportsFiguresAndRefusesBadAddressesAndLabels) {
-  std::string dir = scratch_dir();
-  std::string file = dir + "/run.lsc";
-  ASSERT_EQ(leakscope({"run", "-o", file, "--", fixture("steady_leak_ci"), "250"}).exit_code, 0);
+  std::string file = steady_leak_stream();
   int port = port_base();
   std::string script = "\"" + std::string(LEAKSCOPE_CLI) + "\" serve " + file + " --prometheus 127.0.0.1:" +
                        std::to_string(port) + " --label 'site=eu \"west\"' & serve=$!; for i in $(seq 1 40); do "
