@@ -5,9 +5,9 @@ live beyond its limit fails, naming the Python line that allocated what it left.
     pytest -p leakscope --leakscope-max-leaked=64KiB   # every other test's (default: unchecked)
 
 What a test leaves is measured around the test function (setup and teardown are fixtures'
-business): the live heap, mmap and CPU-tensor bytes after a garbage collection, before and after. Allocations
-the test makes carry its node id as their task, so a failure can name the line from the stream.
-Without the preload the plugin checks nothing. Needs pytest 7 or later.
+business): the live heap, mmap and CPU-tensor bytes after a garbage collection, before and after.
+Allocations the test makes carry its node id as their task, so a failure can name the line from
+the stream. Without the preload the plugin checks nothing. Needs pytest 7 or later.
 """
 import gc
 import json

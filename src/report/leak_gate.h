@@ -6,9 +6,9 @@
 #ifndef LEAKSCOPE_REPORT_LEAK_GATE_H_
 #define LEAKSCOPE_REPORT_LEAK_GATE_H_
 
-#include <stdexcept>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 

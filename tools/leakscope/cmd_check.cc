@@ -2,7 +2,6 @@
 // and RSS against limits; exit 1 when one is exceeded.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
