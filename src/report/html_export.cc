@@ -120,7 +120,11 @@ drawFlame(D.flame, []);
   D.groups.filter(g => g.series.length).slice(0, 6).forEach((g, i) => series.push({name: g.verdict + ': ' + g.name, color: colors[i], points: g.series}));
   let tmax = 0, vmax = 1;
   for (const s of series) for (const [t, v] of s.points) { tmax = Math.max(tmax, t); vmax = Math.max(vmax, v); }
-  const X = t => L + (WIDTH - L - R) * (tmax > 0 ? t / tmax : 0), Y = v => 10 + H - H * v / vmax;
+  if (tmax <= 0) {  // one snapshot: no time to draw
+    el('text', {x: L, y: 40, 'font-size': 13}, svg, 'one snapshot only: the run was too short to show memory over time');
+    return;
+  }
+  const X = t => L + (WIDTH - L - R) * t / tmax, Y = v => 10 + H - H * v / vmax;
   el('line', {x1: L, y1: Y(0), x2: WIDTH - R, y2: Y(0), stroke: '#999'}, svg);
   for (let k = 0; k <= 4; k++) {
     el('text', {x: 2, y: Y(vmax * k / 4) + 4, 'font-size': 11}, svg, bytes(vmax * k / 4));
