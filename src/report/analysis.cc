@@ -433,13 +433,11 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   });
   SiteKeys keys(state, *analysis->symbolizer, analysis->roles);
   build_groups(*analysis, series, keys, now_s, capture.epochs());
+  for (SiteReport& site : analysis->sites) site.runtime = runtime_residue(analysis->symbolizer->stack(site.summary.stack));
   for (GroupReport& group : analysis->groups) {
-    const char* residue = nullptr;
-    for (size_t part : group.parts) {
-      residue = runtime_residue(analysis->symbolizer->stack(analysis->sites[part].summary.stack));
-      if (residue == nullptr) break;
-    }
-    if (residue != nullptr) group.runtime = residue;
+    bool residue = std::all_of(group.parts.begin(), group.parts.end(),
+                               [&](size_t part) { return analysis->sites[part].runtime != nullptr; });
+    if (residue && !group.parts.empty()) group.runtime = analysis->sites[group.parts[0]].runtime;
   }
   build_peak_holders(*analysis, peak, keys);
 

@@ -38,6 +38,7 @@ struct SiteReport {
   bool from_earlier = false;        // taken from a snapshot before a main-return mark
   double taken_s = 0;               // the time of the snapshot it was taken from
   StartupPhase made_during = StartupPhase::kNone;  // the start-up phase it was made in (SiteEvidence)
+  const char* runtime = nullptr;  // why it is the runtime's own residue (runtime_residue()), or null
 };
 
 // The sites that share one first user frame: one bug, one answer.

@@ -32,13 +32,10 @@ GatedGroup gated_group(RunAnalysis& analysis, size_t index, const GateOptions& o
   gated.freed_at_exit_bytes = group.freed_at_exit_bytes;
   for (size_t part : group.parts) {
     const SiteReport& site = analysis.sites[part];
-    std::vector<SymbolizedFrame> frames = analysis.symbolizer->stack(site.summary.stack);
     std::string why;
-    if (options.runtime_residue) {
-      if (const char* residue = runtime_residue(frames)) why = std::string("runtime: ") + residue;
-    }
-    if (why.empty() && options.suppressions != nullptr) {
-      if (const SuppressionRule* rule = options.suppressions->match(frames)) {
+    if (options.runtime_residue && site.runtime != nullptr) why = std::string("runtime: ") + site.runtime;
+    if (why.empty() && options.suppressions != nullptr && !options.suppressions->empty()) {
+      if (const SuppressionRule* rule = options.suppressions->match(analysis.symbolizer->stack(site.summary.stack))) {
         why = fmt::format("suppressed by {} ({}:{})", rule->text, rule->origin, rule->line);
       }
     }
