@@ -45,11 +45,14 @@ std::string without_parameters(std::string name) {
 // ';' separates frames and the last space the count in folded stacks, so neither may stand for
 // itself in a name.
 std::string flame_frame_name(const SymbolizedFrame& frame) {
-  std::string name = internal::is_startup_marker(frame.address) || frame.function.empty() || frame.language == "python"
-                         ? function_text(frame, 1000)
-                         : without_parameters(frame.function);
-  if (internal::is_startup_marker(frame.address)) name = frame.function;
-  if (frame.language == "python") name += fmt::format(" ({}:{})", module_base_name(frame.file), frame.line);
+  std::string name;
+  if (internal::is_startup_marker(frame.address)) {
+    name = frame.function;  // the marker's text, whole
+  } else if (frame.language == "python") {
+    name = fmt::format("{} ({}:{})", function_text(frame, 1000), module_base_name(frame.file), frame.line);
+  } else {
+    name = frame.function.empty() ? function_text(frame, 1000) : without_parameters(frame.function);
+  }
   for (char& c : name) {
     if (c == ';') c = ':';
     if (c == '\n' || c == '\t') c = ' ';
