@@ -53,7 +53,18 @@ enum class SectionTag : uint32_t {
   kTemporaries = 12,
   kInterpretedCode = 13,
   kStackNodes = 14,
+  kLeakCheck = 15,  // a reachability scan's results (leak_check, docs/FORMAT.md)
 };
+
+// What started the reachability scan a LEAK_CHECK section reports.
+enum class LeakCheckTrigger : uint32_t {
+  kTeardown = 0,  // the teardown mark, with leak_check=1
+  kRequest = 1,   // leakscope_leak_check() (the C API, the Python package)
+  kSignal = 2,    // the leak_check_signal option's signal
+};
+
+// LEAK_CHECK flags.
+constexpr uint64_t kLeakCheckMmapRoots = 1;  // the program's own anonymous mappings were roots
 
 // Why a snapshot was taken (INFO section).
 enum class SnapshotReason : uint32_t {
