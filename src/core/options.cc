@@ -1,5 +1,6 @@
 #include "core/options.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,6 +40,54 @@ bool parse_unwind(const char* text, size_t length, OptionUnwind* out) {
   return false;
 }
 
+bool parse_automatic(const char* text, size_t length, OptionAutomatic* out) {
+  if (length == 4 && memcmp(text, "auto", 4) == 0) return *out = OptionAutomatic::kAuto, true;
+  bool on = false;
+  if (!parse_bool(text, length, &on)) return false;
+  *out = on ? OptionAutomatic::kOn : OptionAutomatic::kOff;
+  return true;
+}
+
+// A signal by number, by name with or without SIG, or as SIGRTMIN+N / SIGRTMAX-N; 0 is none.
+// Only the signals a program can catch: not SIGKILL, SIGSTOP, nor glibc's own real-time ones.
+bool parse_signal(const char* text, size_t length, OptionSignal* out) {
+  static const struct {
+    const char* name;
+    int number;
+  } kNames[] = {{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT},   {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+                {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"TERM", SIGTERM},   {"CHLD", SIGCHLD}, {"CONT", SIGCONT},
+                {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU},   {"URG", SIGURG},   {"XCPU", SIGXCPU},
+                {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
+                {"PWR", SIGPWR},   {"SYS", SIGSYS}};
+  if (length >= 3 && memcmp(text, "SIG", 3) == 0) {
+    text += 3;
+    length -= 3;
+  }
+  int number = -1;
+  OptionCount offset = 0;
+  if (length >= 5 && (memcmp(text, "RTMIN", 5) == 0 || memcmp(text, "RTMAX", 5) == 0)) {
+    bool from_min = text[4] == 'N';
+    number = from_min ? SIGRTMIN : SIGRTMAX;
+    if (length > 5) {
+      if (text[5] != (from_min ? '+' : '-') || !parse_count(text + 6, length - 6, &offset) || offset > 64) return false;
+      number = from_min ? number + static_cast<int>(offset) : number - static_cast<int>(offset);
+    }
+    if (number < SIGRTMIN || number > SIGRTMAX) return false;
+  } else if (length > 0 && text[0] >= '0' && text[0] <= '9') {
+    if (!parse_count(text, length, &offset) || offset > SIGRTMAX) return false;
+    number = static_cast<int>(offset);
+    if (number == 0) return *out = 0, true;
+    if (number > __SIGRTMIN && number < SIGRTMIN) return false;
+  } else {
+    for (const auto& name : kNames) {
+      if (strlen(name.name) == length && memcmp(name.name, text, length) == 0) number = name.number;
+    }
+  }
+  if (number <= 0 || number == SIGKILL || number == SIGSTOP) return false;
+  *out = number;
+  return true;
+}
+
 bool parse_path(const char* text, size_t length, OptionPath* out) {
   if (length == 0 || length >= kMaxPathLength) return false;
   memcpy(out->text, text, length);
@@ -52,6 +101,8 @@ constexpr const char* kExpected_count = "a whole number";
 constexpr const char* kExpected_duration = "a duration such as 500ms or 2s";
 constexpr const char* kExpected_path = "a non-empty path";
 constexpr const char* kExpected_unwind = "libunwind or fp";
+constexpr const char* kExpected_automatic = "0, 1 or auto";
+constexpr const char* kExpected_signal = "a signal such as SIGUSR2, 12 or SIGRTMIN+4, or 0 for none";
 constexpr const char* kExpected_size = "a size such as 0, 4096, 512KiB or 1M";
 
 size_t format_bool(OptionBool value, char* out, size_t size) {
@@ -91,6 +142,15 @@ size_t format_unwind(OptionUnwind value, char* out, size_t size) {
   return static_cast<size_t>(snprintf(out, size, "%s", value == OptionUnwind::kFramePointer ? "fp" : "libunwind"));
 }
 
+size_t format_automatic(OptionAutomatic value, char* out, size_t size) {
+  const char* text = value == OptionAutomatic::kAuto ? "auto" : value == OptionAutomatic::kOn ? "1" : "0";
+  return static_cast<size_t>(snprintf(out, size, "%s", text));
+}
+
+size_t format_signal(OptionSignal value, char* out, size_t size) {
+  return static_cast<size_t>(snprintf(out, size, "%d", value));
+}
+
 size_t format_path(const OptionPath& value, char* out, size_t size) {
   return static_cast<size_t>(snprintf(out, size, "%s", value.text));
 }
@@ -108,6 +168,10 @@ bool validate(const Options& options, char* error, size_t error_size) {
   }
   if (options.interval < 10000000ull) {
     snprintf(error, error_size, "LEAKSCOPE_OPTIONS: interval must be at least 10ms");
+    return false;
+  }
+  if (options.stop_signal == 0 || options.stop_signal == options.leak_check_signal) {
+    snprintf(error, error_size, "LEAKSCOPE_OPTIONS: stop_signal must be a signal of its own, not 0 nor leak_check_signal");
     return false;
   }
   if (options.max_memory != 0 && options.max_memory < kMinMemoryBudget) {

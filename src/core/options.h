@@ -19,6 +19,8 @@ using OptionCount = int64_t;
 using OptionDuration = uint64_t;  // nanoseconds
 using OptionSize = uint64_t;      // bytes
 enum class OptionUnwind : uint8_t { kLibunwind, kFramePointer };
+enum class OptionAutomatic : uint8_t { kOff, kOn, kAuto };
+using OptionSignal = int;  // a signal number; 0: none
 struct OptionPath {
   char text[kMaxPathLength];
 };
@@ -29,6 +31,8 @@ struct Options {
 #define LS_OPTION_STORAGE_duration OptionDuration
 #define LS_OPTION_STORAGE_size OptionSize
 #define LS_OPTION_STORAGE_unwind OptionUnwind
+#define LS_OPTION_STORAGE_automatic OptionAutomatic
+#define LS_OPTION_STORAGE_signal OptionSignal
 #define LS_OPTION_STORAGE_path OptionPath
 #define LS_OPTION(type, name, default_text, doc) LS_OPTION_STORAGE_##type name;
 #include "core/options.inc"
