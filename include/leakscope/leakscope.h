@@ -12,6 +12,7 @@
 #ifndef LEAKSCOPE_LEAKSCOPE_H_
 #define LEAKSCOPE_LEAKSCOPE_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -62,6 +63,22 @@ int64_t leakscope_live_bytes(leakscope_domain_t domain);
 /* leakscope_is_active()
  * 1 when the process is being tracked by leakscope, else 0. */
 int leakscope_is_active(void);
+
+/* leakscope_leak_check()
+ * Pauses the process's other threads, scans its memory for blocks no pointer reaches (as
+ * leak_check=1 does at exit, docs/RUNTIME.md), writes a snapshot carrying what each site lost, and
+ * returns the bytes found lost, directly and indirectly. -1 when not tracking, in sampled mode, or
+ * when the check could not run. */
+int64_t leakscope_leak_check(void);
+
+/* leakscope_register_root_region(), leakscope_unregister_root_region()
+ * Memory of the program's own that holds pointers to its blocks (a pool it mapped itself, a
+ * buffer another runtime keeps), which a leak check does not scan by default: from now on it is
+ * scanned as a root, until unregistered with the same begin and size. 0, or -1 when not tracking,
+ * the region is empty, the table of regions is full (1024) or, to unregister, it was not
+ * registered. */
+int leakscope_register_root_region(const void* begin, size_t size);
+int leakscope_unregister_root_region(const void* begin, size_t size);
 
 /* leakscope_stream_path()
  * The path of the stream this process writes, as it was opened (relative to the working

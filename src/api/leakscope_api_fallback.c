@@ -25,3 +25,17 @@ int64_t leakscope_live_bytes(leakscope_domain_t domain) {
 int leakscope_is_active(void) { return 0; }
 
 const char* leakscope_stream_path(void) { return 0; }
+
+int64_t leakscope_leak_check(void) { return -1; }
+
+int leakscope_register_root_region(const void* begin, size_t size) {
+  (void)begin;
+  (void)size;
+  return -1;
+}
+
+int leakscope_unregister_root_region(const void* begin, size_t size) {
+  (void)begin;
+  (void)size;
+  return -1;
+}

@@ -162,11 +162,12 @@ class ShardSet {
 
   // visit() hands the live records over in batches, unpacked. Small batches: a fatal-signal
   // snapshot may run on a small alternate signal stack.
-  void visit(void (*visit)(const AllocRecord*, uint32_t, void*), void* context) {
+  // With `locked`, the caller holds every shard's lock already (lock_all()).
+  void visit(void (*visit)(const AllocRecord*, uint32_t, void*), void* context, bool locked = false) {
     constexpr uint32_t kBatch = 64;
     AllocRecord batch[kBatch];
     for (Shard<Slot>& shard : shards_) {
-      SpinLockGuard guard(shard.lock);
+      if (!locked) shard.lock.lock();
       uint32_t filled = 0;
       for (uint32_t i = 0; i < shard.capacity; ++i) {
         if (pointer_of(shard.slots[i]) == 0) continue;
@@ -177,6 +178,7 @@ class ShardSet {
         }
       }
       if (filled != 0) visit(batch, filled, context);
+      if (!locked) shard.lock.unlock();
     }
   }
 
@@ -264,14 +266,23 @@ uint64_t alloc_table_live_blocks() { return g_packed.live() + g_wide.live(); }
 
 uint64_t alloc_table_slot_bytes() { return g_packed.slot_bytes() + g_wide.slot_bytes(); }
 
-void alloc_table_before_fork() {
+void alloc_table_lock_all() {
   g_packed.lock_all();
   g_wide.lock_all();
 }
-void alloc_table_after_fork_parent() {
+
+void alloc_table_unlock_all() {
   g_wide.unlock_all();
   g_packed.unlock_all();
 }
+
+void alloc_table_visit_locked(void (*visit)(const AllocRecord*, uint32_t, void*), void* context) {
+  g_packed.visit(visit, context, true);
+  g_wide.visit(visit, context, true);
+}
+
+void alloc_table_before_fork() { alloc_table_lock_all(); }
+void alloc_table_after_fork_parent() { alloc_table_unlock_all(); }
 void alloc_table_after_fork_child() {
   g_wide.reset_locks_after_fork();
   g_packed.reset_locks_after_fork();

@@ -41,6 +41,12 @@ bool alloc_table_remove(uintptr_t pointer, AllocRecord* removed);
 // must not call out.
 void alloc_table_visit(void (*visit)(const AllocRecord* records, uint32_t count, void* context), void* context);
 
+// alloc_table_lock_all() takes every shard's lock, so the table stands still (a leak check, fork);
+// alloc_table_visit_locked() is alloc_table_visit() under them; alloc_table_unlock_all() ends it.
+void alloc_table_lock_all();
+void alloc_table_visit_locked(void (*visit)(const AllocRecord* records, uint32_t count, void* context), void* context);
+void alloc_table_unlock_all();
+
 // alloc_table_live_blocks() is the number of tracked blocks (racy sum; for tests and overhead).
 uint64_t alloc_table_live_blocks();
 

@@ -1,6 +1,7 @@
 // The C API (include/leakscope/leakscope.h) as the preload implements it.
 #include "leakscope/leakscope.h"
 
+#include "core/leak_check.h"
 #include "core/runtime.h"
 #include "core/task_registry.h"
 #include "core/thread_registry.h"
@@ -59,3 +60,15 @@ LS_EXPORT int64_t leakscope_live_bytes(leakscope_domain_t domain) {
 LS_EXPORT int leakscope_is_active(void) { return tracking() ? 1 : 0; }
 
 LS_EXPORT const char* leakscope_stream_path(void) { return tracking() ? runtime_stream_path() : nullptr; }
+
+LS_EXPORT int64_t leakscope_leak_check(void) { return runtime_leak_check(); }
+
+LS_EXPORT int leakscope_register_root_region(const void* begin, size_t size) {
+  if (!tracking()) return -1;
+  return leak_check_register_root(reinterpret_cast<uintptr_t>(begin), size) ? 0 : -1;
+}
+
+LS_EXPORT int leakscope_unregister_root_region(const void* begin, size_t size) {
+  if (!tracking()) return -1;
+  return leak_check_unregister_root(reinterpret_cast<uintptr_t>(begin), size) ? 0 : -1;
+}

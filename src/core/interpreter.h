@@ -24,6 +24,10 @@ struct ThreadState;
 // Thread-safe. Allocates nothing through the hooked malloc.
 void interpreter_attach(void* handle);
 
+// interpreter_found() tells whether an interpreter was found (a leak check then scans the
+// program's own mappings, where an interpreter keeps pools of objects). Signal-safe.
+bool interpreter_found();
+
 // What the recorder asks of a stack.
 struct StackRequest {
   int depth;                // frames kept at most

@@ -15,6 +15,7 @@
 #include "core/internal_alloc.h"
 #include "core/interpreter.h"
 #include "core/interval_map.h"
+#include "core/leak_check.h"
 #include "core/memory_budget.h"
 #include "core/module_map.h"
 #include "core/recorder.h"
@@ -66,7 +67,8 @@ int g_final_state = 0;
 SnapshotReason g_final_reason = SnapshotReason::kExit;
 int g_final_signal = 0;
 bool g_writer_running = false;
-pid_t g_writer_tid = 0;
+int g_writer_tid = 0;  // futex word: start_writer_thread() waits for the writer to publish it
+int g_leak_check_requested = 0;  // by leak_check_signal: the writer runs it
 
 // How long an exit or a dying thread waits for the writer's final snapshot: long enough for a
 // process with a million stacks, short enough that a stuck writer never keeps a crash waiting.
@@ -233,9 +235,10 @@ void say_budget_stage() {
 }
 
 // write_snapshot_locked() writes one snapshot; the caller holds g_snapshot_lock.
-int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final) {
+int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final,
+                          const LeakCheckResult* leak_check = nullptr) {
   if (g_final_written || g_runtime_state.load(std::memory_order_relaxed) != kActive) return -1;
-  int error = snapshot_writer_write(reason, signal_number, final);
+  int error = snapshot_writer_write(reason, signal_number, final, leak_check);
   if (final) g_final_written = true;
   if (error != 0) {
     char text[kMaxPathLength + 128];
@@ -252,6 +255,42 @@ int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final) 
   return 0;
 }
 
+// leak_check_locked() runs a leak check and writes the snapshot (`reason`) that carries it; the
+// caller holds g_snapshot_lock. Returns the bytes found lost, directly and indirectly, or -1.
+int64_t leak_check_locked(LeakCheckTrigger trigger, SnapshotReason reason) {
+  if (g_final_written || g_runtime_state.load(std::memory_order_relaxed) != kActive) return -1;
+  if (g_options.sample != 0) {
+    static bool said = false;
+    if (!said) report("", "leak check skipped: it needs exact mode (sample=0), as every block must be known");
+    said = true;
+    return -1;
+  }
+  bool on_writer = g_writer_running && sys::get_tid() == g_writer_tid;
+  LeakCheckRequest request{};
+  request.trigger = trigger;
+  request.stop_signal = g_options.stop_signal;
+  request.mmap_roots = g_options.leak_check_mmap == OptionAutomatic::kOn ||
+                       (g_options.leak_check_mmap == OptionAutomatic::kAuto && interpreter_found());
+  request.scanner_is_program = !on_writer;
+  request.leave_running = on_writer || !g_writer_running ? 0 : g_writer_tid;
+  LeakCheckResult result;
+  if (!leak_check_run(request, &result)) {
+    report("warning: ", "leak check failed: no memory for it, or the stop signal could not be installed");
+    return -1;
+  }
+  if (result.threads_missed != 0) {
+    char text[256];
+    snprintf(text, sizeof(text),
+             "leak check: %u threads could not be paused (they block signal %d, stop_signal): blocks only they hold may show as lost",
+             result.threads_missed, g_options.stop_signal);
+    report("warning: ", text);
+  }
+  int64_t lost = static_cast<int64_t>(result.lost_bytes + result.indirectly_lost_bytes);
+  int written = write_snapshot_locked(reason, 0, false, &result);
+  leak_check_release(&result);
+  return written == 0 ? lost : -1;
+}
+
 // write_final_snapshot() writes the final snapshot once and stops tracking; the caller is the
 // writer thread, or the thread ending the process when there is no writer.
 void write_final_snapshot(SnapshotReason reason, int signal_number) {
@@ -263,15 +302,22 @@ void write_final_snapshot(SnapshotReason reason, int signal_number) {
 
 void* writer_main(void*) {
   leakscope_tls_hook_depth = 1;  // the writer's own libc calls are never the program's
-  g_writer_tid = sys::get_tid();
+  __atomic_store_n(&g_writer_tid, sys::get_tid(), __ATOMIC_RELEASE);
+  sys::futex_wake(&g_writer_tid);
   prctl(PR_SET_NAME, "leakscope", 0, 0, 0);
   uint64_t interval = g_options.interval;
   uint64_t start = sys::monotonic_ns();
   uint64_t next = start + snapshot_epoch_length(0, interval, 0, g_options.ramp);
   while (__atomic_load_n(&g_writer_wake, __ATOMIC_ACQUIRE) == 0) {
+    if (__atomic_exchange_n(&g_leak_check_requested, 0, __ATOMIC_ACQ_REL) != 0) {
+      g_snapshot_lock.lock();
+      leak_check_locked(LeakCheckTrigger::kSignal, SnapshotReason::kOnDemand);
+      g_snapshot_lock.unlock();
+      continue;
+    }
     uint64_t now = sys::monotonic_ns();
     if (now < next) {
-      sys::futex_wait(&g_writer_wake, 0, next - now);
+      sys::futex_wait(&g_writer_wake, 0, next - now);  // woken early for a leak check too
       continue;
     }
     g_snapshot_lock.lock();
@@ -299,6 +345,11 @@ void start_writer_thread() {
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (g_writer_running) {
     pthread_detach(thread);
+    // A leak check must know which thread is ours (it blocks every signal) from the start.
+    uint64_t deadline = sys::monotonic_ns() + 1'000'000'000;
+    while (__atomic_load_n(&g_writer_tid, __ATOMIC_ACQUIRE) == 0 && sys::monotonic_ns() < deadline) {
+      sys::futex_wait(&g_writer_tid, 0, 10'000'000);
+    }
   } else {
     report("warning: ", "no writer thread; snapshots only at exit and on request");
   }
@@ -485,6 +536,21 @@ int runtime_snapshot_now() {
 
 const char* runtime_stream_path() { return g_output_path; }
 
+int64_t runtime_leak_check() {
+  if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return -1;
+  Bookkeeping bookkeeping;
+  g_snapshot_lock.lock();
+  int64_t lost = leak_check_locked(LeakCheckTrigger::kRequest, SnapshotReason::kOnDemand);
+  g_snapshot_lock.unlock();
+  return lost;
+}
+
+void runtime_request_leak_check() {
+  if (g_runtime_state.load(std::memory_order_acquire) != kActive || !g_writer_running) return;
+  __atomic_store_n(&g_leak_check_requested, 1, __ATOMIC_RELEASE);
+  sys::futex_wake(&g_writer_wake);
+}
+
 void runtime_finish(SnapshotReason reason) {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return;
   Bookkeeping bookkeeping;
@@ -512,7 +578,9 @@ void runtime_mark_teardown(SnapshotReason reason) {
   {
     Bookkeeping bookkeeping;
     g_snapshot_lock.lock();
-    write_snapshot_locked(reason, 0, false);
+    if (!g_options.leak_check || leak_check_locked(LeakCheckTrigger::kTeardown, reason) < 0) {
+      write_snapshot_locked(reason, 0, false);
+    }
     g_snapshot_lock.unlock();
   }
   // Polls stop only now: until the mark is written, every thread that frees waits for it.

@@ -94,6 +94,14 @@ const Options& runtime_options();
 // runtime_snapshot_now() writes a snapshot now; 0 on success, -1 when not tracking or on error.
 int runtime_snapshot_now();
 
+// runtime_leak_check() runs a leak check on the calling thread (leakscope_leak_check()) and writes
+// the snapshot that carries it; returns the bytes found lost, or -1 when not tracking, in sampled
+// mode, or on failure.
+int64_t runtime_leak_check();
+
+// runtime_request_leak_check() has the writer thread run one (leak_check_signal). Async-signal-safe.
+void runtime_request_leak_check();
+
 // runtime_stream_path() is the path of the stream this process writes (empty before start).
 const char* runtime_stream_path();
 

@@ -12,6 +12,7 @@
 #include "core/internal_alloc.h"
 #include "core/interpreter.h"
 #include "core/interval_map.h"
+#include "core/leak_check.h"
 #include "core/memory_budget.h"
 #include "core/module_map.h"
 #include "core/proc_stats.h"
@@ -795,6 +796,33 @@ void write_lifetimes(FrameBuilder& frame, const InternalArray<uint32_t>& freed_t
   temporaries.release();
 }
 
+// write_leak_check() writes a leak check's figures and what each triple lost (FORMAT.md, LEAK_CHECK).
+void write_leak_check(FrameBuilder& frame, const LeakCheckResult& check) {
+  FrameBuilder::SectionMark mark = frame.begin_record(SectionTag::kLeakCheck);
+  frame.varint(static_cast<uint64_t>(check.trigger));
+  frame.varint(check.stopped_at_ns > g_writer.start_monotonic_ns ? check.stopped_at_ns - g_writer.start_monotonic_ns : 0);
+  frame.varint(check.stopped_ns);
+  frame.varint(check.threads_paused);
+  frame.varint(check.threads_missed);
+  frame.varint(check.blocks);
+  frame.varint(check.bytes);
+  frame.varint(check.root_bytes);
+  frame.varint(check.memory_bytes);
+  frame.varint(check.flags);
+  frame.varint(check.lost_count);
+  uint32_t previous = 0;
+  for (size_t i = 0; i < check.lost_count; ++i) {
+    const LostInTriple& lost = check.lost[i];
+    frame.varint(lost.triple - previous);
+    frame.varint(lost.bytes);
+    frame.varint(lost.blocks);
+    frame.varint(lost.indirect_bytes);
+    frame.varint(lost.indirect_blocks);
+    previous = lost.triple;
+  }
+  frame.end_record(mark);
+}
+
 void reset_emitted_state() {
   g_writer.stacks_end = g_writer.stack_nodes_end = g_writer.sites_end = g_writer.triples_end = 1;
   g_writer.tasks_end = g_writer.codes_end = 1;
@@ -881,7 +909,7 @@ int snapshot_writer_open(int fd, const char* path, const ProcessDescription& pro
   return sys::write_all(g_writer.fd, frame.data(), frame.size());
 }
 
-int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) {
+int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final, const LeakCheckResult* leak_check) {
   if (g_writer.fd < 0) return -EBADF;
   Epoch closed = epoch_close();
   module_map_refresh(closed, false);
@@ -923,6 +951,7 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final) 
   write_births(frame, closed, triples_end, freed_triples);
   write_lifetimes(frame, freed_triples, sites_end);
   freed_triples.release();
+  if (leak_check != nullptr) write_leak_check(frame, *leak_check);
   if (!frame.finish()) return -ENOMEM;
   int error = ensure_output();
   if (error == 0) error = sys::write_all(g_writer.fd, frame.data(), frame.size());

@@ -18,6 +18,8 @@
 
 namespace leakscope::internal {
 
+struct LeakCheckResult;
+
 struct ProcessDescription {
   pid_t pid;
   pid_t ppid;
@@ -42,7 +44,8 @@ int snapshot_writer_open(int fd, const char* path, const ProcessDescription& pro
 // tracking), since what this snapshot emitted is considered sent. Not thread-safe
 // (see above); not signal-safe except as used by the fatal-signal path, which only calls it when
 // the interrupted thread held none of the runtime's locks.
-int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final);
+// `leak_check`, when given, is a leak check's result, written as the snapshot's LEAK_CHECK section.
+int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final, const LeakCheckResult* leak_check = nullptr);
 
 // snapshot_writer_fd() is the stream's descriptor, or -1.
 int snapshot_writer_fd();

@@ -104,13 +104,57 @@ pid_t get_ppid() { return static_cast<pid_t>(syscall(SYS_getppid)); }
 pid_t get_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
 int reset_signal_to_default(int signal_number) {
-  struct KernelSigaction {  // the kernel's layout, not glibc's
-    void* handler;
-    unsigned long flags;
-    void* restorer;
-    uint64_t mask;
-  } action = {};            // SIG_DFL, no flags, empty mask
+  KernelSignalAction action = {};  // SIG_DFL, no flags, empty mask
+  return set_signal_action(signal_number, action);
+}
+
+int get_signal_action(int signal_number, KernelSignalAction* action) {
+  return static_cast<int>(checked(syscall(SYS_rt_sigaction, signal_number, nullptr, action, sizeof(action->mask))));
+}
+
+int set_signal_action(int signal_number, const KernelSignalAction& action) {
   return static_cast<int>(checked(syscall(SYS_rt_sigaction, signal_number, &action, nullptr, sizeof(action.mask))));
+}
+
+}  // namespace leakscope::internal::sys
+
+// The return path of a handler installed by raw rt_sigaction: x86-64 needs one (SA_RESTORER),
+// and libc's own is not exported.
+extern "C" void leakscope_signal_return() __attribute__((visibility("hidden")));
+asm(".text\n"
+    ".globl leakscope_signal_return\n"
+    ".hidden leakscope_signal_return\n"
+    ".type leakscope_signal_return, @function\n"
+    "leakscope_signal_return:\n"
+    "  mov $15, %rax\n"  // rt_sigreturn
+    "  syscall\n"
+    ".size leakscope_signal_return, .-leakscope_signal_return\n");
+
+namespace leakscope::internal::sys {
+
+int install_signal_handler(int signal_number, void (*handler)(int, siginfo_t*, void*), KernelSignalAction* previous) {
+  constexpr unsigned long kRestorer = 0x04000000;  // SA_RESTORER, which glibc's headers keep to themselves
+  KernelSignalAction action = {};
+  action.handler = reinterpret_cast<void*>(handler);
+  action.flags = SA_SIGINFO | SA_RESTART | kRestorer;
+  action.restorer = reinterpret_cast<void*>(leakscope_signal_return);
+  action.mask = ~uint64_t{0};
+  return static_cast<int>(checked(syscall(SYS_rt_sigaction, signal_number, &action, previous, sizeof(action.mask))));
+}
+
+int queue_signal(pid_t tid, int signal_number, uint64_t value) {
+  siginfo_t info;
+  memset(&info, 0, sizeof(info));
+  info.si_signo = signal_number;
+  info.si_code = SI_QUEUE;
+  info.si_pid = get_pid();
+  info.si_uid = static_cast<uid_t>(syscall(SYS_getuid));
+  info.si_value.sival_ptr = reinterpret_cast<void*>(value);
+  return static_cast<int>(checked(syscall(SYS_rt_tgsigqueueinfo, get_pid(), tid, signal_number, &info)));
+}
+
+long read_directory_entries(int fd, void* buffer, size_t size) {
+  return checked(syscall(SYS_getdents64, fd, buffer, size));
 }
 
 int signal_thread(pid_t tid, int signal_number) {

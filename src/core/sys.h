@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 
 namespace leakscope::internal::sys {
@@ -51,6 +52,27 @@ pid_t get_tid();
 int signal_thread(pid_t tid, int signal_number);
 // reset_signal_to_default() sets the disposition of `signal_number` to SIG_DFL (rt_sigaction).
 int reset_signal_to_default(int signal_number);
+
+// A signal disposition as the kernel holds it (rt_sigaction), so that one can be saved and put
+// back exactly, and a handler installed without libc's sigaction, which the preload stands in for.
+struct KernelSignalAction {
+  void* handler;
+  unsigned long flags;
+  void* restorer;
+  uint64_t mask;
+};
+int get_signal_action(int signal_number, KernelSignalAction* action);
+int set_signal_action(int signal_number, const KernelSignalAction& action);
+// install_signal_handler() installs `handler` (SA_SIGINFO | SA_RESTART, every other signal blocked
+// while it runs) and saves the disposition it replaces in *previous.
+int install_signal_handler(int signal_number, void (*handler)(int, siginfo_t*, void*), KernelSignalAction* previous);
+// queue_signal() sends `signal_number` to thread `tid` of this process with `value` in si_value
+// (rt_tgsigqueueinfo, si_code SI_QUEUE).
+int queue_signal(pid_t tid, int signal_number, uint64_t value);
+
+// read_directory_entries() is getdents64(2): the entries of the open directory `fd` into `buffer`;
+// returns the bytes filled, 0 at the end, or -errno.
+long read_directory_entries(int fd, void* buffer, size_t size);
 
 uint64_t monotonic_ns();
 uint64_t realtime_ns();

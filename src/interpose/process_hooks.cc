@@ -50,6 +50,7 @@ __attribute__((constructor)) void start() {
   if (!runtime_start()) return;
   Bookkeeping bookkeeping;
   interpreter_attach(nullptr);
+  if (runtime_options().leak_check_signal != 0) signal_hooks_install_leak_check(runtime_options().leak_check_signal);
   if (runtime_options().signal_snapshot) signal_hooks_install();
 }
 

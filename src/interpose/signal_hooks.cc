@@ -92,14 +92,22 @@ bool is_program_trampoline(const struct sigaction& action) {
   return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == on_program_signal;
 }
 
-bool install(int signal_number) {
+// on_leak_check_signal() has the writer thread run a leak check (leak_check_signal).
+void on_leak_check_signal(int, siginfo_t*, void*) {
+  int saved_errno = errno;
+  runtime_request_leak_check();
+  errno = saved_errno;
+}
+
+bool install(int signal_number, void (*handler)(int, siginfo_t*, void*) = on_fatal_signal,
+             int flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_ONSTACK) {
   struct sigaction current;
   if (g_real.sigaction(signal_number, nullptr, &current) != 0) return false;
   if ((current.sa_flags & SA_SIGINFO) != 0 || current.sa_handler != SIG_DFL) return false;
   struct sigaction ours;
   memset(&ours, 0, sizeof(ours));
-  ours.sa_sigaction = on_fatal_signal;
-  ours.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
+  ours.sa_sigaction = handler;
+  ours.sa_flags = flags;
   sigemptyset(&ours.sa_mask);
   if (g_real.sigaction(signal_number, &ours, nullptr) != 0) return false;
   g_ours[signal_number].store(true, std::memory_order_release);
@@ -125,6 +133,12 @@ void what_the_program_sees(int signal_number, const struct sigaction& kernel, st
 }
 
 }  // namespace
+
+void signal_hooks_install_leak_check(int signal_number) {
+  if (!install(signal_number, on_leak_check_signal, SA_SIGINFO | SA_RESTART | SA_ONSTACK)) {
+    runtime_note("leak_check_signal: the signal is not at its default action (ignored, or the program's); not installed");
+  }
+}
 
 void signal_hooks_install() {
   for (int signal_number : kFatalSignals) install(signal_number);

@@ -20,6 +20,11 @@ namespace leakscope::internal {
 // signal_hooks_install() installs the fatal-signal snapshot handler. Called once at start.
 void signal_hooks_install();
 
+// signal_hooks_install_leak_check() makes `signal_number` run a leak check (leak_check_signal),
+// reported to the program as SIG_DFL like the others; a handler the program installs later wins.
+// Called at start, before signal_hooks_install().
+void signal_hooks_install_leak_check(int signal_number);
+
 }  // namespace leakscope::internal
 
 #endif  // LEAKSCOPE_INTERPOSE_SIGNAL_HOOKS_H_

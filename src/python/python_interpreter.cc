@@ -110,6 +110,8 @@ bool attach_in(void* scope, bool at_start) {
 
 }  // namespace
 
+bool interpreter_found() { return g_found.load(std::memory_order_acquire); }
+
 void interpreter_attach(void* handle) {
   if (g_found.load(std::memory_order_acquire)) return;
   if (!attach_in(RTLD_DEFAULT, handle == nullptr) && handle != nullptr) attach_in(handle, false);
