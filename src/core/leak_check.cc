@@ -78,8 +78,6 @@ constexpr size_t kMaxModuleSegments = 16384;
 struct Scan {
   const LeakCheckRequest* request;
   LeakCheckResult* result;
-  uintptr_t scanner_stack_pointer;
-  uint64_t scanner_registers[8];
   StaticTls tls;
   Range root_regions[kMaxRootRegions];
   size_t root_region_count;
@@ -317,13 +315,13 @@ int scan_paused(struct dl_phdr_info*, size_t, void* context) {
       add_stack(stack_range(thread.stack_pointer, thread.thread_pointer, scan->tls, maps, marking, blocks.items));
       scan_thread_tls(marking, maps, thread.thread_pointer, scan->tls);
     }
-    if (scan->request->scanner_is_program) {
+    if (const ProgramContext* program = scan->request->program; program != nullptr) {
       ++paused;
       uintptr_t self_tp;
       asm volatile("mov %%fs:0, %0" : "=r"(self_tp));
-      marking.scan_root(reinterpret_cast<uintptr_t>(scan->scanner_registers),
-                        reinterpret_cast<uintptr_t>(scan->scanner_registers + 8));
-      add_stack(stack_range(scan->scanner_stack_pointer, self_tp, scan->tls, maps, marking, blocks.items));
+      marking.scan_root(reinterpret_cast<uintptr_t>(program->registers),
+                        reinterpret_cast<uintptr_t>(program->registers + 6));
+      add_stack(stack_range(program->stack_from, self_tp, scan->tls, maps, marking, blocks.items));
       scan_thread_tls(marking, maps, self_tp, scan->tls);
     }
     for (size_t i = 0; i < scan->root_region_count; ++i) {
@@ -374,20 +372,6 @@ bool leak_check_run(const LeakCheckRequest& request, LeakCheckResult* result) {
   scan = Scan{};
   scan.request = &request;
   scan.result = result;
-  // The scanner's stack from here up, with this frame's saves of the callee-saved registers, and
-  // the registers themselves: what its callers hold is the program's.
-  __builtin_unwind_init();
-  asm volatile("mov %%rsp, %0" : "=r"(scan.scanner_stack_pointer));
-  asm volatile(
-      "mov %%rbx, 0(%0)\n"
-      "mov %%rbp, 8(%0)\n"
-      "mov %%r12, 16(%0)\n"
-      "mov %%r13, 24(%0)\n"
-      "mov %%r14, 32(%0)\n"
-      "mov %%r15, 40(%0)\n"
-      :
-      : "r"(scan.scanner_registers)
-      : "memory");
   scan.tls = read_static_tls();
   {
     SpinLockGuard guard(g_roots_lock);

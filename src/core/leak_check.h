@@ -21,12 +21,37 @@
 
 namespace leakscope::internal {
 
+// What the program holds on a thread of its own that runs a leak check: its stack from where
+// leakscope's frames end (leakscope's frames below hold stale copies of the program's earlier
+// frames, which would keep lost blocks "reachable"), and its callee-saved registers as leakscope
+// was entered (leakscope's frames save them where its stack is not scanned).
+struct ProgramContext {
+  uintptr_t stack_from;
+  uint64_t registers[6];
+};
+
+// capture_program_context() fills *context at the entry of a runtime function the program called:
+// inlined into it, so the frame is that function's.
+__attribute__((always_inline)) inline void capture_program_context(ProgramContext* context) {
+  asm volatile(
+      "mov %%rbx, 0(%0)\n"
+      "mov %%rbp, 8(%0)\n"
+      "mov %%r12, 16(%0)\n"
+      "mov %%r13, 24(%0)\n"
+      "mov %%r14, 32(%0)\n"
+      "mov %%r15, 40(%0)\n"
+      :
+      : "r"(context->registers)
+      : "memory");
+  context->stack_from = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+}
+
 struct LeakCheckRequest {
   LeakCheckTrigger trigger;
   int stop_signal;
-  bool mmap_roots;           // the program's anonymous mappings are roots
-  bool scanner_is_program;   // the calling thread is the program's: its stack and registers are roots
-  pid_t leave_running;       // another of leakscope's threads (the writer), not paused nor scanned; 0: none
+  bool mmap_roots;                 // the program's anonymous mappings are roots
+  const ProgramContext* program;   // the calling thread is the program's: what it holds; null: it is leakscope's
+  pid_t leave_running;             // another of leakscope's threads (the writer), not paused nor scanned; 0: none
 };
 
 // What one triple lost.

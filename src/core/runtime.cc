@@ -257,7 +257,7 @@ int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final,
 
 // leak_check_locked() runs a leak check and writes the snapshot (`reason`) that carries it; the
 // caller holds g_snapshot_lock. Returns the bytes found lost, directly and indirectly, or -1.
-int64_t leak_check_locked(LeakCheckTrigger trigger, SnapshotReason reason) {
+int64_t leak_check_locked(LeakCheckTrigger trigger, SnapshotReason reason, const ProgramContext* program) {
   if (g_final_written || g_runtime_state.load(std::memory_order_relaxed) != kActive) return -1;
   if (g_options.sample != 0) {
     static bool said = false;
@@ -271,7 +271,7 @@ int64_t leak_check_locked(LeakCheckTrigger trigger, SnapshotReason reason) {
   request.stop_signal = g_options.stop_signal;
   request.mmap_roots = g_options.leak_check_mmap == OptionAutomatic::kOn ||
                        (g_options.leak_check_mmap == OptionAutomatic::kAuto && interpreter_found());
-  request.scanner_is_program = !on_writer;
+  request.program = on_writer ? nullptr : program;
   request.leave_running = on_writer || !g_writer_running ? 0 : g_writer_tid;
   LeakCheckResult result;
   if (!leak_check_run(request, &result)) {
@@ -311,7 +311,7 @@ void* writer_main(void*) {
   while (__atomic_load_n(&g_writer_wake, __ATOMIC_ACQUIRE) == 0) {
     if (__atomic_exchange_n(&g_leak_check_requested, 0, __ATOMIC_ACQ_REL) != 0) {
       g_snapshot_lock.lock();
-      leak_check_locked(LeakCheckTrigger::kSignal, SnapshotReason::kOnDemand);
+      leak_check_locked(LeakCheckTrigger::kSignal, SnapshotReason::kOnDemand, nullptr);
       g_snapshot_lock.unlock();
       continue;
     }
@@ -537,10 +537,12 @@ int runtime_snapshot_now() {
 const char* runtime_stream_path() { return g_output_path; }
 
 int64_t runtime_leak_check() {
+  ProgramContext program;
+  capture_program_context(&program);
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return -1;
   Bookkeeping bookkeeping;
   g_snapshot_lock.lock();
-  int64_t lost = leak_check_locked(LeakCheckTrigger::kRequest, SnapshotReason::kOnDemand);
+  int64_t lost = leak_check_locked(LeakCheckTrigger::kRequest, SnapshotReason::kOnDemand, &program);
   g_snapshot_lock.unlock();
   return lost;
 }
@@ -558,6 +560,8 @@ void runtime_finish(SnapshotReason reason) {
 }
 
 void runtime_mark_teardown(SnapshotReason reason) {
+  ProgramContext program;
+  capture_program_context(&program);
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || sys::get_pid() != g_pid) return;
   int phase = 0;
   if (!__atomic_compare_exchange_n(&g_teardown_phase, &phase, kTeardownWriting, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -578,7 +582,7 @@ void runtime_mark_teardown(SnapshotReason reason) {
   {
     Bookkeeping bookkeeping;
     g_snapshot_lock.lock();
-    if (!g_options.leak_check || leak_check_locked(LeakCheckTrigger::kTeardown, reason) < 0) {
+    if (!g_options.leak_check || leak_check_locked(LeakCheckTrigger::kTeardown, reason, &program) < 0) {
       write_snapshot_locked(reason, 0, false);
     }
     g_snapshot_lock.unlock();

@@ -1,0 +1,147 @@
+// The leak check at exit (leak_check=1) on the behaviours LeakSanitizer's own tests are built
+// around, each its own small program: exact lost bytes and blocks per site, and the program's
+// output and exit status as they are without leakscope.
+#include <gtest/gtest.h>
+
+#include <array>
+
+#include "harness.h"
+
+namespace leakscope::testing {
+namespace {
+
+struct CheckedRun {
+  Outcome traced;
+  nlohmann::json dump;
+  std::string file;
+};
+
+CheckedRun run_checked(const std::string& name, const std::vector<std::string>& arguments = {},
+                       const std::string& extra_options = "") {
+  std::string file = scratch_dir() + "/run.lsc";
+  std::vector<std::string> command = {"run", "-o", file, "--", fixture(name)};
+  command.insert(command.end(), arguments.begin(), arguments.end());
+  Outcome traced = leakscope(command, {{"LEAKSCOPE_OPTIONS", "leak_check=1" + extra_options}});
+  std::vector<std::string> plain_command = {fixture(name)};
+  plain_command.insert(plain_command.end(), arguments.begin(), arguments.end());
+  Outcome plain = run_program(plain_command);
+  EXPECT_EQ(traced.exit_code, plain.exit_code) << traced.err;
+  EXPECT_EQ(traced.out, plain.out);
+  EXPECT_EQ(traced.err.find("leakscope: warning"), std::string::npos) << traced.err;
+  return {traced, dump(file), file};
+}
+
+void expect_lost(const nlohmann::json& document, const std::string& function, int64_t bytes, int64_t blocks,
+                 int64_t indirect_bytes = 0, int64_t indirect_blocks = 0) {
+  nlohmann::json site = site_at(document, function);
+  EXPECT_EQ(site["lost_bytes"], bytes) << function;
+  EXPECT_EQ(site["lost_blocks"], blocks) << function;
+  EXPECT_EQ(site["indirectly_lost_bytes"], indirect_bytes) << function;
+  EXPECT_EQ(site["indirectly_lost_blocks"], indirect_blocks) << function;
+}
+
+// lost_at() sums the lost figures of every site whose innermost frame is `function`.
+std::array<int64_t, 4> lost_at(const nlohmann::json& document, const std::string& function) {
+  std::array<int64_t, 4> sum{};
+  for (const nlohmann::json& site : sites_at(document, function)) {
+    sum[0] += site["lost_bytes"].get<int64_t>();
+    sum[1] += site["lost_blocks"].get<int64_t>();
+    sum[2] += site["indirectly_lost_bytes"].get<int64_t>();
+    sum[3] += site["indirectly_lost_blocks"].get<int64_t>();
+  }
+  return sum;
+}
+
+void expect_reachable(const nlohmann::json& document, const std::string& function, int64_t live_bytes) {
+  nlohmann::json site = site_at(document, function);
+  EXPECT_EQ(site["live_bytes"], live_bytes) << function;
+  expect_lost(document, function, 0, 0);
+}
+
+TEST(LeakCheck, BlockPointingOnlyAtItselfIsLostWhileGlobalsKeepTheirs) {
+  CheckedRun run = run_checked("lost_self_pointer");
+  ASSERT_TRUE(run.dump["leak_check"]["scanned"]) << run.dump["leak_check"];
+  EXPECT_EQ(run.dump["leak_check"]["threads_missed"], 0);
+  expect_lost(run.dump, "make_self_pointing", 1337, 1);
+  expect_reachable(run.dump, "make_global", 100);
+  expect_reachable(run.dump, "make_interior", 3000);  // only a pointer into its middle
+}
+
+TEST(LeakCheck, LostParentMakesItsChildrenIndirectlyLostAndACycleIsTwoIndirectLosses) {
+  CheckedRun run = run_checked("lost_tree");
+  nlohmann::json root = site_at(run.dump, "drop_tree");
+  EXPECT_EQ(root["lost_bytes"], 256);
+  EXPECT_EQ(root["lost_blocks"], 1);
+  // Each child and each node is made at a line of its own: a site each.
+  EXPECT_EQ(lost_at(run.dump, "make_child"), (std::array<int64_t, 4>{0, 0, 2 * 64, 2}));
+  EXPECT_EQ(lost_at(run.dump, "make_cycle_node"), (std::array<int64_t, 4>{0, 0, 2 * 96, 2}));
+}
+
+TEST(LeakCheck, BlocksHeldByOtherThreadsStacksTlsAndRegistersAreReachable) {
+  CheckedRun run = run_checked("reachable_from_threads");
+  EXPECT_EQ(run.dump["leak_check"]["threads_stopped"], 4);
+  expect_reachable(run.dump, "make_stack_block", 2001);
+  expect_reachable(run.dump, "make_tls_block", 2002);
+  expect_reachable(run.dump, "make_register_block", 2003);
+  expect_reachable(run.dump, "make_main_tls_block", 2004);
+}
+
+TEST(LeakCheck, ABlockWhoseOnlyRegisterIsClearedIsLost) {
+  CheckedRun run = run_checked("reachable_from_threads", {"cleared"});
+  expect_lost(run.dump, "make_register_block", 2003, 1);
+  expect_reachable(run.dump, "make_stack_block", 2001);
+}
+
+TEST(LeakCheck, RegisteredRootRegionsAreScannedOthersOnlyWithLeakCheckMmap) {
+  CheckedRun run = run_checked("mmap_root_region");
+  expect_reachable(run.dump, "make_registered_block", 1111);
+  expect_lost(run.dump, "make_unregistered_block", 2222, 1);
+  expect_lost(run.dump, "make_unregistered_later_block", 3333, 1);
+  EXPECT_FALSE(run.dump["leak_check"]["mmap_roots"]);
+
+  CheckedRun scanned = run_checked("mmap_root_region", {}, ",leak_check_mmap=1");
+  EXPECT_TRUE(scanned.dump["leak_check"]["mmap_roots"]);
+  expect_reachable(scanned.dump, "make_unregistered_block", 2222);
+  expect_reachable(scanned.dump, "make_unregistered_later_block", 3333);
+}
+
+TEST(LeakCheck, LeakInAGlobalConstructorBeforeMainIsLost) {
+  CheckedRun run = run_checked("leak_before_main");
+  // Both entries come from one start-up stack: one kept, one lost.
+  nlohmann::json site = site_at(run.dump, "make_entry");
+  EXPECT_EQ(site["live_bytes"], 555 + 444);
+  EXPECT_EQ(site["lost_bytes"], 555);
+  EXPECT_EQ(site["lost_blocks"], 1);
+}
+
+TEST(LeakCheck, ForkedChildsLeakIsInTheChildsOwnStream) {
+  std::string directory = scratch_dir();
+  Outcome traced = leakscope({"run", "-o", directory + "/server.lsc", "--", fixture("forked_child_leak")},
+                             {{"LEAKSCOPE_OPTIONS", "leak_check=1"}});
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(traced.out, "child exited 0\n");
+  std::vector<std::string> files = files_in(directory);
+  ASSERT_EQ(files.size(), 2u);
+  nlohmann::json parent, child;
+  for (const std::string& file : files) {
+    nlohmann::json document = dump(file);
+    (document["process"]["traced_parent_pid"] == 0 ? parent : child) = document;
+  }
+  ASSERT_FALSE(parent.is_null());
+  ASSERT_FALSE(child.is_null());
+  expect_lost(child, "child_loses", 777, 1);
+  expect_reachable(child, "parent_keeps", 888);
+  expect_reachable(parent, "parent_keeps", 888);
+  EXPECT_TRUE(sites_at(parent, "child_loses").empty());
+}
+
+TEST(LeakCheck, ThirtyTwoRunningThreadsArePausedAndTheirStacksScanned) {
+  CheckedRun run = run_checked("threads_at_exit");
+  EXPECT_EQ(run.dump["leak_check"]["threads_stopped"], 33);
+  EXPECT_EQ(run.dump["leak_check"]["threads_missed"], 0);
+  expect_reachable(run.dump, "make_worker_block", 32 * 512);
+  expect_lost(run.dump, "lose_on_exit", 4321, 1);
+}
+
+}  // namespace
+}  // namespace leakscope::testing
