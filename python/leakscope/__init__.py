@@ -13,7 +13,7 @@ for pytest to rewrite.)
 import ctypes
 import threading
 
-__all__ = ["active", "live_bytes", "snapshot_now", "stream_path", "task", "name_thread"]
+__all__ = ["active", "leak_check", "live_bytes", "snapshot_now", "stream_path", "task", "name_thread"]
 
 DOMAINS = {
     "heap": 0,
@@ -49,6 +49,10 @@ def _preload():
     if stream_path is not None:
         stream_path.restype = ctypes.c_char_p
         functions["stream_path"] = stream_path
+    leak_check = getattr(process, "leakscope_leak_check", None)  # absent from older preloads
+    if leak_check is not None:
+        leak_check.restype = ctypes.c_int64
+        functions["leak_check"] = leak_check
     if functions["is_active"]() != 1:
         return None
     return functions
@@ -88,6 +92,17 @@ class task:
 def snapshot_now():
     """Writes a snapshot now; True once it is on disk."""
     return _api is not None and _api["snapshot_now"]() == 0
+
+
+def leak_check():
+    """Pauses the process's other threads, scans its memory for blocks no pointer reaches (as
+    leak_check=1 does at exit), writes a snapshot carrying what each site lost, and returns the
+    bytes found lost, directly and indirectly; None when not traced, in sampled mode, or when the
+    check could not run."""
+    if _api is None or "leak_check" not in _api:
+        return None
+    lost = _api["leak_check"]()
+    return None if lost < 0 else lost
 
 
 def stream_path():

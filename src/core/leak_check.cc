@@ -10,6 +10,8 @@
 #include "core/radix_sort.h"
 #include "core/reachability.h"
 #include "core/spin_lock.h"
+#include "core/stack_depot.h"
+#include "core/triple_registry.h"
 #include "core/sys.h"
 #include "core/world_stop.h"
 
@@ -85,13 +87,57 @@ struct Scan {
   size_t mapping_count;
   Mapped<ModuleSegment> segments;
   size_t segment_count;
+  Mapped<uint64_t> from_loader;  // bit per triple id: its blocks were allocated by the dynamic loader
+  uint32_t from_loader_end;
   bool ok;
 };
 
+// find_loader_code() finds the dynamic loader's executable segment.
+int find_loader_code(struct dl_phdr_info* info, size_t, void* context) {
+  auto* code = static_cast<Range*>(context);
+  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  const char* slash = strrchr(name, '/');
+  const char* base = slash != nullptr ? slash + 1 : name;
+  if (strncmp(base, "ld-linux", 8) != 0 && strncmp(base, "ld.so", 5) != 0) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = info->dlpi_phdr[i];
+    if (header.p_type != PT_LOAD || (header.p_flags & PF_X) == 0) continue;
+    code->begin = info->dlpi_addr + header.p_vaddr;
+    code->end = code->begin + header.p_memsz;
+    return 1;
+  }
+  return 0;
+}
+
+// note_loader_triples() sets the bit of every triple whose allocations the dynamic loader made
+// (their innermost frame is in its code): thread vectors (DTVs), dlopen'd modules' TLS, link maps.
+// The loader keeps some of them where no scan looks -- the TCB of an exited thread, in the stack
+// glibc keeps cached -- so they count as reachable, as LeakSanitizer counts them.
+bool note_loader_triples(Scan* scan) {
+  Range code{0, 0};
+  dl_iterate_phdr(find_loader_code, &code);
+  scan->from_loader_end = triple_end_id();
+  if (!scan->from_loader.map((scan->from_loader_end + 63) / 64)) return false;
+  if (code.end == 0) return true;
+  for (uint32_t id = 1; id < scan->from_loader_end; ++id) {
+    const TripleEntry* triple = triple_get(static_cast<TripleId>(id));
+    const StackEntry* stack = triple != nullptr ? depot_get(triple->site->stack) : nullptr;
+    if (stack == nullptr || stack->depth == 0) continue;
+    uintptr_t innermost = stack->head[0];
+    if (innermost >= code.begin && innermost < code.end) scan->from_loader.items[id / 64] |= uint64_t{1} << (id % 64);
+  }
+  return true;
+}
+
+bool made_by_loader(const Scan& scan, uint32_t triple) {
+  return triple < scan.from_loader_end && (scan.from_loader.items[triple / 64] >> (triple % 64) & 1) != 0;
+}
+
 void copy_interval(const Interval* intervals, uint32_t count, void* context) {
   auto* scan = static_cast<Scan*>(context);
+  // Reserved ranges too: glibc maps a thread's stack PROT_NONE and then opens it up (the mappings
+  // read while the threads are paused say what is readable now).
   for (uint32_t i = 0; i < count; ++i) {
-    if (intervals[i].triple == kReservedRange) continue;
     if (scan->mapping_count < scan->mappings.capacity) {
       scan->mappings.items[scan->mapping_count++] = {intervals[i].begin, intervals[i].end};
     }
@@ -292,6 +338,9 @@ int scan_paused(struct dl_phdr_info*, size_t, void* context) {
     scratch.unmap();
     mark_readable(blocks.items, copy.count, maps);
     ReachabilityScan marking(blocks.items, copy.count, frontier.items);
+    for (size_t i = 0; i < copy.count; ++i) {
+      if (made_by_loader(*scan, blocks.items[i].triple)) marking.mark_reachable(i);
+    }
 
     for (size_t i = 0; i < scan->segment_count; ++i) {
       const ModuleSegment& segment = scan->segments.items[i];
@@ -340,7 +389,8 @@ int scan_paused(struct dl_phdr_info*, size_t, void* context) {
     result->bytes = copy.bytes;
     result->root_bytes = marking.root_bytes();
     result->memory_bytes = blocks.bytes + frontier.bytes + counters.bytes + maps.mapped_bytes() + world.mapped_bytes +
-                           scan->mappings.bytes + scan->segments.bytes + scratch_bytes + stacks.bytes;
+                           scan->mappings.bytes + scan->segments.bytes + scan->from_loader.bytes + scratch_bytes +
+                           stacks.bytes;
     stacks.unmap();
     frontier.unmap();
     counters.unmap();
@@ -378,7 +428,7 @@ bool leak_check_run(const LeakCheckRequest& request, LeakCheckResult* result) {
     scan.root_region_count = g_root_region_count;
     memcpy(scan.root_regions, g_root_regions, g_root_region_count * sizeof(Range));
   }
-  bool ok = scan.segments.map(kMaxModuleSegments);
+  bool ok = scan.segments.map(kMaxModuleSegments) && note_loader_triples(&scan);
   if (ok && request.mmap_roots) {
     size_t intervals = 0;
     interval_map_visit(count_intervals, &intervals);
@@ -388,6 +438,7 @@ bool leak_check_run(const LeakCheckRequest& request, LeakCheckResult* result) {
   if (ok) dl_iterate_phdr(scan_paused, &scan);
   scan.segments.unmap();
   scan.mappings.unmap();
+  scan.from_loader.unmap();
   if (!scan.ok) leak_check_release(result);
   return scan.ok;
 }

@@ -53,6 +53,12 @@ void ReachabilityScan::mark(uintptr_t value, size_t from_block) {
   frontier_[frontier_size_++] = static_cast<uint32_t>(index);
 }
 
+void ReachabilityScan::mark_reachable(size_t index) {
+  if (blocks_[index].state != BlockState::kUnreached) return;
+  blocks_[index].state = BlockState::kReachable;
+  frontier_[frontier_size_++] = static_cast<uint32_t>(index);
+}
+
 void ReachabilityScan::scan_words(uintptr_t begin, uintptr_t end, size_t from_block, bool allocator_data) {
   uintptr_t word = (begin + 7) & ~uintptr_t{7};
   for (; word + 8 <= end; word += 8) {
@@ -60,7 +66,10 @@ void ReachabilityScan::scan_words(uintptr_t begin, uintptr_t end, size_t from_bl
     if (value < kLowestPointer || value < lowest_ || value >= highest_) continue;
     if (allocator_data && value % 16 == 0) {
       size_t index = find(value);
-      if (index != SIZE_MAX && blocks_[index].size >= 8 && value >= blocks_[index].begin + blocks_[index].size - 8) continue;
+      // The next chunk's header is at least 16 bytes past the block's start (glibc's smallest chunk is 32).
+      if (index != SIZE_MAX && value >= blocks_[index].begin + 16 && value + 8 >= blocks_[index].begin + blocks_[index].size) {
+        continue;
+      }
     }
     mark(value, from_block);
   }

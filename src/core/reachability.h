@@ -46,6 +46,9 @@ class ReachabilityScan {
   // not the program's pointer to the block.
   void scan_root(uintptr_t begin, uintptr_t end, bool allocator_data = false);
 
+  // mark_reachable() marks block `index` reachable, as if a root pointed at it.
+  void mark_reachable(size_t index);
+
   // flood() scans every block marked so far, and what they mark, until nothing new is reached.
   void flood();
 

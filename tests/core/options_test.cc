@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstring>
 #include <string>
 
@@ -91,6 +92,34 @@ TEST(Options, FormatRoundTripsThroughTheParser) {
   EXPECT_EQ(again.interval, original.interval);
   EXPECT_EQ(again.depth, 7);
   EXPECT_TRUE(again.verbose);
+}
+
+TEST(Options, SignalsAreReadByNameNumberOrRealTimeOffset) {
+  bool ok = false;
+  EXPECT_EQ(parsed("leak_check_signal=SIGUSR2", &ok).leak_check_signal, SIGUSR2);
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(parsed("leak_check_signal=USR1", &ok).leak_check_signal, SIGUSR1);
+  EXPECT_EQ(parsed("leak_check_signal=12", &ok).leak_check_signal, 12);
+  EXPECT_EQ(parsed("stop_signal=SIGRTMIN+3", &ok).stop_signal, SIGRTMIN + 3);
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(parsed(nullptr).stop_signal, SIGRTMAX - 2);
+  EXPECT_EQ(parsed(nullptr).leak_check_signal, 0);
+  std::string error;
+  for (const char* bad : {"leak_check_signal=SIGKILL", "leak_check_signal=9", "leak_check_signal=SIGNOPE",
+                          "stop_signal=SIGRTMAX-99", "stop_signal=0", "leak_check_signal=SIGRTMAX-2"}) {
+    parsed(bad, &ok, &error);
+    EXPECT_FALSE(ok) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+}
+
+TEST(Options, LeakCheckMmapIsAutomaticByDefault) {
+  bool ok = false;
+  EXPECT_EQ(parsed(nullptr).leak_check_mmap, OptionAutomatic::kAuto);
+  EXPECT_EQ(parsed("leak_check_mmap=1", &ok).leak_check_mmap, OptionAutomatic::kOn);
+  EXPECT_EQ(parsed("leak_check_mmap=0", &ok).leak_check_mmap, OptionAutomatic::kOff);
+  parsed("leak_check_mmap=sometimes", &ok);
+  EXPECT_FALSE(ok);
 }
 
 TEST(Options, HelpTextListsEveryOption) {
