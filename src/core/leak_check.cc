@@ -335,9 +335,9 @@ int scan_paused(struct dl_phdr_info*, size_t, void* context) {
     alloc_table_visit_locked(copy_blocks, &copy);
     sort_scan_blocks(blocks.items, scratch.items, copy.count, counters.items);
     size_t scratch_bytes = scratch.bytes;
-    scratch.unmap();
     mark_readable(blocks.items, copy.count, maps);
-    ReachabilityScan marking(blocks.items, copy.count, frontier.items);
+    // The sort's scratch (24 bytes a block) holds the packed starts now.
+    ReachabilityScan marking(blocks.items, copy.count, frontier.items, reinterpret_cast<uintptr_t*>(scratch.items));
     for (size_t i = 0; i < copy.count; ++i) {
       if (made_by_loader(*scan, blocks.items[i].triple)) marking.mark_reachable(i);
     }
@@ -392,6 +392,7 @@ int scan_paused(struct dl_phdr_info*, size_t, void* context) {
                            scan->mappings.bytes + scan->segments.bytes + scan->from_loader.bytes + scratch_bytes +
                            stacks.bytes;
     stacks.unmap();
+    scratch.unmap();
     frontier.unmap();
     counters.unmap();
     maps.release();

@@ -16,8 +16,9 @@ void sort_scan_blocks(ScanBlock* blocks, ScanBlock* scratch, size_t count, size_
   radix_sort(blocks, scratch, count, counters, 48, [](const ScanBlock& block) { return block.begin; });
 }
 
-ReachabilityScan::ReachabilityScan(ScanBlock* blocks, size_t count, uint32_t* frontier)
-    : blocks_(blocks), count_(count), frontier_(frontier) {
+ReachabilityScan::ReachabilityScan(ScanBlock* blocks, size_t count, uint32_t* frontier, uintptr_t* begins)
+    : blocks_(blocks), count_(count), frontier_(frontier), begins_(begins) {
+  for (size_t i = 0; i < count_; ++i) begins_[i] = blocks_[i].begin;
   if (count_ != 0) {
     lowest_ = blocks_[0].begin;
     highest_ = block_end(blocks_[count_ - 1]);
@@ -29,7 +30,7 @@ size_t ReachabilityScan::find(uintptr_t address) const {
   size_t low = 0, high = count_;  // the first block beginning after `address`
   while (low < high) {
     size_t middle = low + (high - low) / 2;
-    if (blocks_[middle].begin <= address) {
+    if (begins_[middle] <= address) {
       low = middle + 1;
     } else {
       high = middle;
@@ -50,6 +51,7 @@ void ReachabilityScan::mark(uintptr_t value, size_t from_block) {
   }
   if (block.state != BlockState::kUnreached) return;
   block.state = BlockState::kReachable;
+  __builtin_prefetch(reinterpret_cast<const void*>(block.begin));  // scanned soon: the frontier is last in, first out
   frontier_[frontier_size_++] = static_cast<uint32_t>(index);
 }
 

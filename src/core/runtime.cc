@@ -255,6 +255,15 @@ int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final,
   return 0;
 }
 
+// lock_snapshot_asleep() is how the writer takes the snapshot lock: asleep between tries, as a
+// leak check holds it for seconds, and a writer spinning meanwhile would take a core from it.
+void lock_snapshot_asleep() {
+  while (!g_snapshot_lock.try_lock()) {
+    int nap = 0;
+    sys::futex_wait(&nap, 0, 1'000'000);
+  }
+}
+
 // leak_check_locked() runs a leak check and writes the snapshot (`reason`) that carries it; the
 // caller holds g_snapshot_lock. Returns the bytes found lost, directly and indirectly, or -1.
 int64_t leak_check_locked(LeakCheckTrigger trigger, SnapshotReason reason, const ProgramContext* program) {
@@ -294,7 +303,7 @@ int64_t leak_check_locked(LeakCheckTrigger trigger, SnapshotReason reason, const
 // write_final_snapshot() writes the final snapshot once and stops tracking; the caller is the
 // writer thread, or the thread ending the process when there is no writer.
 void write_final_snapshot(SnapshotReason reason, int signal_number) {
-  g_snapshot_lock.lock();
+  lock_snapshot_asleep();
   write_snapshot_locked(reason, signal_number, true);
   g_snapshot_lock.unlock();
   g_runtime_state.store(kDisabled, std::memory_order_release);
@@ -310,7 +319,7 @@ void* writer_main(void*) {
   uint64_t next = start + snapshot_epoch_length(0, interval, 0, g_options.ramp);
   while (__atomic_load_n(&g_writer_wake, __ATOMIC_ACQUIRE) == 0) {
     if (__atomic_exchange_n(&g_leak_check_requested, 0, __ATOMIC_ACQ_REL) != 0) {
-      g_snapshot_lock.lock();
+      lock_snapshot_asleep();
       leak_check_locked(LeakCheckTrigger::kSignal, SnapshotReason::kOnDemand, nullptr);
       g_snapshot_lock.unlock();
       continue;
@@ -320,7 +329,7 @@ void* writer_main(void*) {
       sys::futex_wait(&g_writer_wake, 0, next - now);  // woken early for a leak check too
       continue;
     }
-    g_snapshot_lock.lock();
+    lock_snapshot_asleep();
     if (!g_exec_pending.load(std::memory_order_acquire)) write_snapshot_locked(SnapshotReason::kPeriodic, 0, false);
     g_snapshot_lock.unlock();
     uint64_t done = sys::monotonic_ns();

@@ -32,7 +32,8 @@ class Heap {
     std::vector<size_t> counters(kRadixCounters);
     sort_scan_blocks(sorted.data(), scratch.data(), sorted.size(), counters.data());
     std::vector<uint32_t> frontier(sorted.size());
-    ReachabilityScan scan(sorted.data(), sorted.size(), frontier.data());
+    std::vector<uintptr_t> begins(sorted.size());
+    ReachabilityScan scan(sorted.data(), sorted.size(), frontier.data(), begins.data());
     auto begin = reinterpret_cast<uintptr_t>(roots.data());
     scan.scan_root(begin, begin + roots.size() * sizeof(uintptr_t), allocator_data);
     scan.flood();
