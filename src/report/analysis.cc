@@ -194,6 +194,15 @@ struct PeakCapture {
   std::vector<std::pair<uint32_t, int64_t>> sites;
 };
 
+// What the reading pass keeps of the sites that lost blocks at the last leak check, as they were
+// in its snapshot: one that is not live at the judged snapshot is still reported.
+std::vector<JudgedSite> lost_sites_at_check(const RunState& state) {
+  std::unordered_map<uint32_t, LostFigures> lost = lost_by_site(state);
+  std::vector<JudgedSite> sites = live_sites(state);
+  std::erase_if(sites, [&](const JudgedSite& site) { return lost.count(site.summary.site) == 0; });
+  return sites;
+}
+
 void capture_peak(const RunState& state, PeakReport* peak, PeakCapture* capture) {
   int64_t tracked = host_bytes(state.live_bytes_by_domain());
   if (tracked <= peak->tracked_bytes) return;
@@ -245,6 +254,7 @@ void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& key
     group.allocations += site.summary.allocations;
     group.temporary_allocations += site.summary.temporary_allocations;
     group.freed_at_exit_bytes += site.freed_at_exit_bytes;
+    group.lost += site.lost;
     group.first_seen_s = std::min(group.first_seen_s, site.first_seen_s);
     site.group = found->second;
   }
@@ -295,9 +305,7 @@ void build_peak_holders(RunAnalysis& analysis, const PeakCapture& capture, SiteK
     const SiteKey& key = keys.of(site);
     auto [found, inserted] = by_key.emplace(key.key, holders.size());
     if (inserted) {
-      std::string name = function_text(key.frame, 40);
-      if (!key.frame.file.empty()) name += fmt::format(" ({}:{})", module_base_name(key.frame.file), key.frame.line);
-      holders.push_back({name, 0, SIZE_MAX});
+      holders.push_back({frame_name(key.frame, 40), 0, SIZE_MAX});
     }
     holders[found->second].bytes += bytes;
   }
@@ -369,10 +377,14 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   LiveSeries& series = *analysis->series;
   JudgedCapture capture(analysis->at);
   PeakCapture peak;
+  std::vector<JudgedSite> lost_at_check;
   read_run(reader, 0, &analysis->state, [&](const RunState& state) {
     const SnapshotInfo& info = state.last_snapshot();
     analysis->peak_program_rss_bytes =
         std::max(analysis->peak_program_rss_bytes, info.rss_bytes - std::min(info.rss_bytes, info.overhead_bytes));
+    if (state.leak_check() && state.leak_check()->snapshot == state.snapshot_count()) {
+      lost_at_check = lost_sites_at_check(state);
+    }
     if (state.snapshot_count() > judged) return;
     series.observe(state);
     capture_peak(state, &analysis->peak, &peak);
@@ -410,11 +422,37 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
       analysis->teardown.freed_bytes += site.freed_at_exit_bytes;
     }
   }
+  std::unordered_map<uint32_t, LostFigures> lost = lost_by_site(state);
+  if (!lost.empty()) {
+    std::unordered_map<uint32_t, size_t> judged_index;
+    for (size_t i = 0; i < analysis->sites.size(); ++i) judged_index.emplace(analysis->sites[i].summary.site, i);
+    for (JudgedSite& at_check : lost_at_check) {
+      if (judged_index.count(at_check.summary.site) != 0) continue;
+      SiteReport site;
+      site.first_seen_s = at_check.first_seen_s;
+      site.freed_bytes_by_lifetime = at_check.freed_bytes_by_lifetime;
+      site.taken_s = at_check.taken_s;
+      site.from_leak_check = true;
+      site.summary = std::move(at_check.summary);
+      analysis->sites.push_back(std::move(site));
+    }
+    for (SiteReport& site : analysis->sites) {
+      auto found = lost.find(site.summary.site);
+      if (found != lost.end()) site.lost = found->second;
+    }
+  }
+  lost_at_check = {};
 
   analysis->symbolizer = std::make_unique<Symbolizer>(state);
   analysis->roles = FrameRoles(options.fold, state.process().exe);
   double now_s = static_cast<double>(capture.info().time_ns) / 1e9;
   for (SiteReport& site : analysis->sites) {
+    site.made_during = startup_phase_of(state, *analysis->symbolizer, site.summary.stack);
+    if (site.from_leak_check) {
+      site.judgement.reason = fmt::format("not live at the judged snapshot; it lost blocks {}",
+                                          leak_check_when(*state.leak_check()));
+      continue;
+    }
     SiteEvidence evidence;
     evidence.live_bytes = site_series(series, site);
     evidence.births = site.summary.births;
@@ -422,7 +460,6 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
     evidence.epochs = capture.epochs();
     evidence.allocations = site.summary.allocations;
     evidence.live_blocks = site.summary.live_blocks;
-    site.made_during = startup_phase_of(state, *analysis->symbolizer, site.summary.stack);
     evidence.made_during = site.made_during;
     evidence.over_budget = state.is_marker_stack(site.summary.stack, internal::kOverBudgetFrame);
     site.judgement = judge_site(evidence);
@@ -439,6 +476,13 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
                                [&](size_t part) { return analysis->sites[part].runtime != nullptr; });
     if (residue && !group.parts.empty()) group.runtime = analysis->sites[group.parts[0]].runtime;
   }
+  for (size_t g = 0; g < analysis->groups.size(); ++g) {
+    const GroupReport& group = analysis->groups[g];
+    if (group.judgement.verdict != Verdict::kLeak && group.lost.any() && group.runtime.empty()) analysis->lost_groups.push_back(g);
+  }
+  std::stable_sort(analysis->lost_groups.begin(), analysis->lost_groups.end(), [&](size_t a, size_t b) {
+    return analysis->groups[a].lost.total_bytes() > analysis->groups[b].lost.total_bytes();
+  });
   build_peak_holders(*analysis, peak, keys);
 
   // Live bytes now are those of the judged sites (a main-return mark may take some from the
@@ -446,6 +490,7 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   std::map<std::string, int64_t> task_bytes;
   std::map<uint32_t, int64_t> thread_bytes;
   for (const SiteReport& site : analysis->sites) {
+    if (site.from_leak_check) continue;
     for (const TaskShare& share : site.summary.tasks) task_bytes[share.name] += share.live_bytes;
     for (const ThreadShare& share : site.summary.threads) thread_bytes[share.thread] += share.live_bytes;
   }

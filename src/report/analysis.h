@@ -18,6 +18,7 @@
 
 #include "report/frame_roles.h"
 #include "report/judged_state.h"
+#include "report/leak_check.h"
 #include "report/live_series.h"
 #include "report/run_state.h"
 #include "report/site_summary.h"
@@ -39,6 +40,10 @@ struct SiteReport {
   double taken_s = 0;               // the time of the snapshot it was taken from
   StartupPhase made_during = StartupPhase::kNone;  // the start-up phase it was made in (SiteEvidence)
   const char* runtime = nullptr;  // why it is the runtime's own residue (runtime_residue()), or null
+  LostFigures lost;               // at the leak check; 0 when reachable or not scanned
+  // Not live at the judged snapshot, but lost at the leak check: taken from the scan's snapshot,
+  // and not judged.
+  bool from_leak_check = false;
 };
 
 // The sites that share one first user frame: one bug, one answer.
@@ -55,6 +60,7 @@ struct GroupReport {
   double first_seen_s = 0;
   SiteJudgement judgement;  // on the sum of the parts' series and births
   std::string runtime;      // why every site of it is the runtime's own residue (suppressions.h); "" when not
+  LostFigures lost;         // its sites', at the leak check
 };
 
 // Live bytes and growth of everything one task name, or one thread, owns.
@@ -115,6 +121,9 @@ struct RunAnalysis {
   uint64_t peak_program_rss_bytes = 0;   // the largest RSS of any snapshot less leakscope's own memory
   size_t damaged_spans = 0;              // spans of the stream that could not be read (warned of)
   std::vector<ResidencyFinding> findings;
+  // The `lost` finding: groups judged other than leak that hold lost blocks, the runtime's own
+  // residue aside; most lost bytes first. Whether and how the run was scanned: state.leak_check().
+  std::vector<size_t> lost_groups;
   PeakReport peak;
   TeardownReport teardown;
   std::unique_ptr<Symbolizer> symbolizer;  // over `state`

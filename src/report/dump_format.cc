@@ -1,10 +1,14 @@
 #include "report/dump_format.h"
 
+#include <unordered_map>
+
 #include <fmt/format.h>
 
 #include "report/json_text.h"
+#include "report/leak_check.h"
 #include "report/site_format.h"
 #include "report/site_summary.h"
+#include "report/text_layout.h"
 #include "report/units.h"
 
 namespace leakscope::report {
@@ -24,6 +28,11 @@ std::string indented(const std::string& text, size_t spaces) {
   return result;
 }
 
+LostFigures lost_of(const std::unordered_map<uint32_t, LostFigures>& lost, uint32_t site) {
+  auto found = lost.find(site);
+  return found != lost.end() ? found->second : LostFigures{};
+}
+
 }  // namespace
 
 void write_dump_json(const RunHeader& run, const std::vector<JudgedSite>& sites, size_t left_out, Symbolizer& symbolizer,
@@ -31,13 +40,17 @@ void write_dump_json(const RunHeader& run, const std::vector<JudgedSite>& sites,
   // The header's members, then "sites" last, one site at a time.
   nlohmann::json document = run_header_json(run);
   document["sites_left_out"] = left_out;
+  document["leak_check"] = leak_check_json(run.state);
+  std::unordered_map<uint32_t, LostFigures> lost = lost_by_site(run.state);
   std::string header = json_text(document);
   header.erase(header.find_last_of('}'));
   while (!header.empty() && (header.back() == '\n' || header.back() == ' ')) header.pop_back();
   fmt::print(out, "{},\n  \"sites\": [", header);
   bool first = true;
   for (const JudgedSite& site : sites) {
-    fmt::print(out, "{}\n    {}", first ? "" : ",", indented(json_text(site_json(site.summary, symbolizer)), 4));
+    nlohmann::json entry = site_json(site.summary, symbolizer);
+    add_lost_json(lost_of(lost, site.summary.site), &entry);
+    fmt::print(out, "{}\n    {}", first ? "" : ",", indented(json_text(entry), 4));
     first = false;
   }
   fmt::print(out, "{}]\n}}\n", first ? "" : "\n  ");
@@ -46,6 +59,8 @@ void write_dump_json(const RunHeader& run, const std::vector<JudgedSite>& sites,
 void write_dump_text(const RunHeader& run, const std::vector<JudgedSite>& sites, size_t left_out, Symbolizer& symbolizer,
                      std::FILE* out, int max_frames) {
   std::string text = run_header_text(run, "leakscope dump");
+  if (run.state.leak_check()) text += leak_check_text(*run.state.leak_check());
+  std::unordered_map<uint32_t, LostFigures> lost = lost_by_site(run.state);
   if (left_out != 0) {
     text += fmt::format("sites: the {} largest shown, {} more left out (--top, --min-bytes)\n", sites.size(), left_out);
   }
@@ -54,9 +69,11 @@ void write_dump_text(const RunHeader& run, const std::vector<JudgedSite>& sites,
     const SiteSummary& site = judged.summary;
     std::fwrite(text.data(), 1, text.size(), out);
     text.clear();
-    text += fmt::format("\n#{} {} {} in {} block{} · {} allocations, {} temporary\n", ++rank, domain_name(site.domain),
-                        format_bytes(site.live_bytes), site.live_blocks, site.live_blocks == 1 ? "" : "s",
-                        site.allocations, site.temporary_allocations);
+    std::string lost_part = lost_text(lost_of(lost, site.site));
+    text += "\n" + wrap(fmt::format("#{} {} {} in {} block{} · {} allocations, {} temporary{}", ++rank, domain_name(site.domain),
+                                    format_bytes(site.live_bytes), site.live_blocks, site.live_blocks == 1 ? "" : "s",
+                                    site.allocations, site.temporary_allocations, lost_part.empty() ? "" : " · " + lost_part),
+                        "    ", "");
     const auto& frames = symbolizer.stack(site.stack);
     for (size_t i = 0; i < frames.size() && static_cast<int>(i) < max_frames; ++i) {
       text += fmt::format("    {} {}\n", i == 0 ? "at" : "by", frame_text(frames[i], 92));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "report/frame_roles.h"
+#include "report/leak_check.h"
 #include "report/site_format.h"
 #include "report/text_layout.h"
 #include "report/units.h"
@@ -44,6 +45,24 @@ std::string gated_line(const char* label, const GatedGroup& group) {
   return wrap(line, "      ", "  ");
 }
 
+// lost_line() is one group's line of lost blocks: those counted, or, when none is, what was left
+// out and why.
+std::string lost_line(const LostGroup& group) {
+  const LostFigures& lost = group.lost;
+  if (!lost.any()) {
+    return wrap(fmt::format("not gated, lost {}: {} · {}", group.name, format_exact_bytes(group.left_out_bytes), group.left_out_by),
+                "      ", "  ");
+  }
+  std::string line = fmt::format("lost {}: ", group.name);
+  if (lost.bytes != 0 || lost.blocks != 0) line += lost_blocks_text(lost.bytes, lost.blocks) + " directly";
+  if (lost.indirect_bytes != 0 || lost.indirect_blocks != 0) {
+    line += (lost.bytes != 0 || lost.blocks != 0 ? ", " : "") + lost_blocks_text(lost.indirect_bytes, lost.indirect_blocks) +
+            " indirectly";
+  }
+  if (group.left_out_bytes > 0) line += fmt::format(" · {} more not gated ({})", format_exact_bytes(group.left_out_bytes), group.left_out_by);
+  return wrap(line, "      ", "  ");
+}
+
 }  // namespace
 
 std::string gate_text(const RunAnalysis& analysis, const GateResult& result, const std::string& file) {
@@ -59,6 +78,17 @@ std::string gate_text(const RunAnalysis& analysis, const GateResult& result, con
   for (const GatedGroup& group : result.counted) out += gated_line("leak", group);
   for (const GatedGroup& group : result.runtime) out += gated_line("not gated, leak", group);
   for (const GatedGroup& group : result.suppressed) out += gated_line("not gated, leak", group);
+  if (const std::optional<LeakCheck>& check = analysis.state.leak_check()) {
+    out += fmt::format("lost {}: {} in {} group{}\n", leak_check_when(*check), format_exact_bytes(result.lost_bytes.total_bytes()),
+                       result.lost.size(), result.lost.size() == 1 ? "" : "s");
+    for (const LostGroup& group : result.lost) out += lost_line(group);
+    for (const LostGroup& group : result.lost_left_out) out += lost_line(group);
+    if (check->threads_missed != 0) {
+      out += wrap(fmt::format("note: {} thread{} could not be stopped for the leak check: blocks only they point to count as lost",
+                              check->threads_missed, check->threads_missed == 1 ? "" : "s"),
+                  "   ", "");
+    }
+  }
   if (!result.unjudged.empty()) {
     std::string named;
     for (size_t i = 0; i < result.unjudged.size() && i < 3; ++i) {

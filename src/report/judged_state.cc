@@ -5,7 +5,7 @@
 
 namespace leakscope::report {
 
-std::vector<JudgedSite> JudgedCapture::capture(const RunState& state) const {
+std::vector<JudgedSite> live_sites(const RunState& state) {
   std::vector<JudgedSite> sites;
   for (SiteSummary& summary : summarize_live_sites(state)) {
     JudgedSite judged;
@@ -24,7 +24,7 @@ void JudgedCapture::observe(const RunState& state) {
   if (done_ || index == 0) return;
   if (at_.earlier != 0 && index >= at_.earliest && index <= at_.earlier) {
     double epoch_start_s = static_cast<double>(state.epoch_start_ns(state.last_snapshot().epoch)) / 1e9;
-    for (JudgedSite& site : capture(state)) {
+    for (JudgedSite& site : live_sites(state)) {
       int64_t held = 0;
       for (const LiveByBirth& birth : site.summary.births) {
         if (birth.birth_s < epoch_start_s) held += birth.bytes;
@@ -47,7 +47,7 @@ void JudgedCapture::observe(const RunState& state) {
   if (index != at_.index) return;
   done_ = true;
   info_ = state.last_snapshot();
-  sites_ = capture(state);
+  sites_ = live_sites(state);
   if (at_.earlier != 0) {
     std::unordered_map<uint32_t, size_t> now;
     for (size_t i = 0; i < sites_.size(); ++i) now.emplace(sites_[i].summary.site, i);

@@ -32,6 +32,9 @@ struct JudgedSite {
   double taken_s = 0;         // the time of the snapshot it was taken from
 };
 
+// live_sites() is every site live in `state` now, as a JudgedSite taken there, largest first.
+std::vector<JudgedSite> live_sites(const RunState& state);
+
 class JudgedCapture {
  public:
   explicit JudgedCapture(const ChosenSnapshot& at) : at_(at) {}
@@ -49,8 +52,6 @@ class JudgedCapture {
   const std::array<int64_t, internal::kDomainCount>& live_bytes_by_domain() const { return by_domain_; }
 
  private:
-  std::vector<JudgedSite> capture(const RunState& state) const;
-
   ChosenSnapshot at_;
   bool done_ = false;
   // A site in the snapshots before a main-return mark: as it was where it last began to shrink

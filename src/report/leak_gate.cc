@@ -15,10 +15,21 @@
 namespace leakscope::report {
 namespace {
 
-std::string group_name(const SymbolizedFrame& frame) {
-  std::string name = function_text(frame, 60);
-  if (!frame.file.empty()) name += fmt::format(" ({}:{})", module_base_name(frame.file), frame.line);
-  return name;
+// The places (first user frames) a max-lost line names, the largest first.
+constexpr size_t kLostPlacesNamed = 3;
+
+std::string group_name(const SymbolizedFrame& frame) { return frame_name(frame, 60); }
+
+// left_out_by() says why the gate leaves a site out: it is the runtime's own residue, or a rule
+// matches it; "" when it counts.
+std::string left_out_by(RunAnalysis& analysis, const SiteReport& site, const GateOptions& options) {
+  if (options.runtime_residue && site.runtime != nullptr) return std::string("runtime: ") + site.runtime;
+  if (options.suppressions != nullptr && !options.suppressions->empty()) {
+    if (const SuppressionRule* rule = options.suppressions->match(analysis.symbolizer->stack(site.summary.stack))) {
+      return fmt::format("suppressed by {} ({}:{})", rule->text, rule->origin, rule->line);
+    }
+  }
+  return "";
 }
 
 // gated_group() splits `group`'s sites into those the gate counts and those it leaves out: the
@@ -32,13 +43,7 @@ GatedGroup gated_group(RunAnalysis& analysis, size_t index, const GateOptions& o
   gated.freed_at_exit_bytes = group.freed_at_exit_bytes;
   for (size_t part : group.parts) {
     const SiteReport& site = analysis.sites[part];
-    std::string why;
-    if (options.runtime_residue && site.runtime != nullptr) why = std::string("runtime: ") + site.runtime;
-    if (why.empty() && options.suppressions != nullptr && !options.suppressions->empty()) {
-      if (const SuppressionRule* rule = options.suppressions->match(analysis.symbolizer->stack(site.summary.stack))) {
-        why = fmt::format("suppressed by {} ({}:{})", rule->text, rule->origin, rule->line);
-      }
-    }
+    std::string why = left_out_by(analysis, site, options);
     if (why.empty()) {
       gated.live_bytes += site.summary.live_bytes;
       continue;
@@ -50,6 +55,26 @@ GatedGroup gated_group(RunAnalysis& analysis, size_t index, const GateOptions& o
   gated.growth_bytes_per_min = total <= 0 ? 0
                                           : group.judgement.growth_bytes_per_min * static_cast<double>(gated.live_bytes) /
                                                 static_cast<double>(total);
+  return gated;
+}
+
+// lost_group() splits what `group`'s sites lost as gated_group() splits their live bytes.
+LostGroup lost_group(RunAnalysis& analysis, size_t index, const GateOptions& options) {
+  const GroupReport& group = analysis.groups[index];
+  LostGroup gated;
+  gated.group = index;
+  gated.name = group_name(group.user_frame);
+  for (size_t part : group.parts) {
+    const SiteReport& site = analysis.sites[part];
+    if (!site.lost.any()) continue;
+    std::string why = left_out_by(analysis, site, options);
+    if (why.empty()) {
+      gated.lost += site.lost;
+      continue;
+    }
+    gated.left_out_bytes += site.lost.total_bytes();
+    if (gated.left_out_by.empty()) gated.left_out_by = why;
+  }
   return gated;
 }
 
@@ -65,6 +90,37 @@ std::pair<std::string, std::string> compared(int64_t figure, int64_t limit) {
   std::string a = format_bytes(figure), b = format_bytes(limit);
   if (a == b && figure != limit) return {fmt::format("{} B", figure), fmt::format("{} B", limit)};
   return {a, b};
+}
+
+// lost_check() holds the lost bytes counted against `limit`, naming the groups that lost most.
+GateCheck lost_check(const GateResult& result, int64_t limit) {
+  if (!result.leak_checked) return {"max-lost", false, "the run was not leak-checked (leak_check=1): no lost bytes to hold"};
+  uint64_t total = result.lost_bytes.total_bytes();
+  bool within = total <= static_cast<uint64_t>(limit);
+  // Named as places: the groups of one frame told apart only by their callers are summed.
+  std::vector<std::pair<std::string, LostFigures>> places;
+  for (const LostGroup& group : result.lost) {
+    auto place = std::find_if(places.begin(), places.end(), [&](const auto& each) { return each.first == group.name; });
+    if (place == places.end()) place = places.insert(places.end(), {group.name, {}});
+    place->second += group.lost;
+  }
+  std::stable_sort(places.begin(), places.end(),
+                   [](const auto& a, const auto& b) { return a.second.total_bytes() > b.second.total_bytes(); });
+  std::string largest;
+  for (size_t i = 0; i < places.size() && i < kLostPlacesNamed; ++i) {
+    largest += fmt::format("{}{} {}", i == 0 ? " (largest: " : "; ", places[i].first,
+                           lost_blocks_text(places[i].second.total_bytes(), places[i].second.total_blocks()));
+  }
+  if (places.size() > kLostPlacesNamed) largest += fmt::format("; and {} more", places.size() - kLostPlacesNamed);
+  if (!largest.empty()) largest += ")";
+  std::string split;
+  if (result.lost_bytes.indirect_bytes != 0) {
+    split = fmt::format(" ({} directly, {} indirectly)", format_exact_bytes(result.lost_bytes.bytes),
+                        format_exact_bytes(result.lost_bytes.indirect_bytes));
+  }
+  return {"max-lost", within,
+          fmt::format("{} lost in {}{} {} {}{}", format_exact_bytes(total), groups_text(result.lost.size()), split,
+                      within ? "<=" : ">", format_exact_bytes(static_cast<uint64_t>(limit)), largest)};
 }
 
 std::string percent_text(double percent) { return fmt::format("{:g}%", percent); }
@@ -167,9 +223,23 @@ GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options) {
   std::stable_sort(result.unjudged.begin(), result.unjudged.end(),
                    [](const UnjudgedGroup& a, const UnjudgedGroup& b) { return a.live_bytes > b.live_bytes; });
   result.peak_rss_bytes = analysis.peak_program_rss_bytes;
+  result.leak_checked = analysis.state.leak_check().has_value();
+  for (size_t g = 0; g < analysis.groups.size(); ++g) {
+    if (!analysis.groups[g].lost.any()) continue;
+    LostGroup lost = lost_group(analysis, g, options);
+    if (lost.lost.any()) {
+      result.lost_bytes += lost.lost;
+      result.lost.push_back(std::move(lost));
+    } else {
+      result.lost_left_out.push_back(std::move(lost));
+    }
+  }
+  std::stable_sort(result.lost.begin(), result.lost.end(),
+                   [](const LostGroup& a, const LostGroup& b) { return a.lost.total_bytes() > b.lost.total_bytes(); });
 
   const GateLimits& limits = options.limits;
-  bool any_limit = limits.max_leaked_bytes || limits.max_leak_bytes_per_min || limits.max_rss_bytes || limits.max_growth_percent;
+  bool any_limit = limits.max_leaked_bytes || limits.max_leak_bytes_per_min || limits.max_rss_bytes || limits.max_growth_percent ||
+                   limits.max_lost_bytes;
   // The groups come fastest-growing first; the largest may be another.
   std::string largest, fastest;
   if (!result.counted.empty()) {
@@ -199,6 +269,9 @@ GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options) {
     bool within = static_cast<int64_t>(result.peak_rss_bytes) <= limit;
     result.checks.push_back({"max-rss", within,
                              fmt::format("peak RSS {} {} {} (less leakscope's own memory)", figure, within ? "<=" : ">", bound)});
+  }
+  if (limits.max_lost_bytes || (!any_limit && result.leak_checked)) {
+    result.checks.push_back(lost_check(result, limits.max_lost_bytes.value_or(0)));
   }
   if (limits.max_growth_percent && options.baseline != nullptr) {
     double limit = *limits.max_growth_percent;

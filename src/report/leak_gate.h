@@ -1,8 +1,8 @@
 // File: leak_gate.h
 //
 // The CI gate: a run's analysis held against limits (leaked bytes, leak rate, peak RSS, growth
-// over a baseline report), with the runtime's own residue and the suppressed groups left out and
-// shown apart. `leakscope check` and `leakscope run --check` print it (gate_format.h).
+// over a baseline report, bytes lost at a leak check), with the runtime's own residue and the
+// suppressed groups left out and shown apart. `leakscope check` and `leakscope run --check` print it (gate_format.h).
 #ifndef LEAKSCOPE_REPORT_LEAK_GATE_H_
 #define LEAKSCOPE_REPORT_LEAK_GATE_H_
 
@@ -22,6 +22,7 @@ struct GateLimits {
   std::optional<double> max_leak_bytes_per_min;  // their growth, summed
   std::optional<int64_t> max_rss_bytes;         // the largest RSS of any snapshot, less leakscope's own memory
   std::optional<double> max_growth_percent;     // of each leak group over the baseline
+  std::optional<int64_t> max_lost_bytes;        // directly and indirectly lost at the leak check, summed
 };
 
 // A baseline: an earlier `report --format json`, the live bytes of its leak groups by match key.
@@ -64,6 +65,15 @@ struct GatedGroup {
   std::string left_out_by;  // why the gate left (some of) it out: runtime residue, a rule
 };
 
+// One group holding lost blocks at the leak check, whatever its verdict, as the gate saw it.
+struct LostGroup {
+  size_t group = 0;  // in RunAnalysis::groups
+  std::string name;
+  LostFigures lost;             // what the gate counts: its sites that are neither residue nor suppressed
+  uint64_t left_out_bytes = 0;  // lost bytes of the rest
+  std::string left_out_by;
+};
+
 // A group the run could not judge, and why.
 struct UnjudgedGroup {
   std::string name;
@@ -87,13 +97,19 @@ struct GateResult {
   uint64_t peak_rss_bytes = 0;  // less leakscope's own memory
   std::vector<UnjudgedGroup> unjudged;  // largest first
   int64_t unjudged_bytes = 0;
+  bool leak_checked = false;           // the stream has a leak check; the lost figures below are 0 when not
+  std::vector<LostGroup> lost;         // groups with lost blocks the limit applies to, most lost bytes first
+  std::vector<LostGroup> lost_left_out;  // groups whose lost blocks are wholly residue or suppressed
+  LostFigures lost_bytes;              // summed over `lost`
   std::vector<GateCheck> checks;  // one per limit
   bool passed() const;
 };
 
 // evaluate_gate() holds `analysis` against `options`. The sites of a leak group that are runtime
-// residue or match a rule are left out of it, a group whose every site is, wholly; with no limit
-// given, any leak fails the gate.
+// residue or match a rule are left out of it, a group whose every site is, wholly; lost blocks are
+// counted in the same way, in groups of any verdict. With no limit given, any leak fails the gate,
+// and so do any lost blocks in a leak-checked run. max-lost on a run that was not leak-checked
+// fails its check (callers refuse it before: cmd_check.cc).
 GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options);
 
 }  // namespace leakscope::report

@@ -49,6 +49,7 @@ class Exposition {
 struct GroupSeries {
   std::string labels;
   double live_bytes = 0, rate = 0, entropy = 0;
+  double lost_bytes = 0, indirectly_lost_bytes = 0;
 };
 
 }  // namespace
@@ -83,12 +84,16 @@ std::string prometheus_metrics(RunAnalysis& analysis, const MetricsOptions& opti
       if (added) groups.push_back({labels, 0, 0, group.judgement.leak_entropy});
       groups[slot->second].live_bytes += static_cast<double>(group.live_bytes);
       groups[slot->second].rate += group.judgement.growth_bytes_per_min;
+      groups[slot->second].lost_bytes += static_cast<double>(group.lost.bytes);
+      groups[slot->second].indirectly_lost_bytes += static_cast<double>(group.lost.indirect_bytes);
       continue;
     }
     GroupSeries& other = others[verdict];
     other.labels = fmt::format("function=\"(other)\",domain=\"all\",verdict=\"{}\",", verdict);
     other.live_bytes += static_cast<double>(group.live_bytes);
     other.rate += group.judgement.growth_bytes_per_min;
+    other.lost_bytes += static_cast<double>(group.lost.bytes);
+    other.indirectly_lost_bytes += static_cast<double>(group.lost.indirect_bytes);
   }
   for (auto& [verdict, other] : others) groups.push_back(other);
 
@@ -100,6 +105,13 @@ std::string prometheus_metrics(RunAnalysis& analysis, const MetricsOptions& opti
   out.family("leakscope_leak_entropy", "gauge", "Leak entropy of the group's live bytes over birth time (0..1)");
   for (const GroupSeries& group : groups) {
     if (group.labels.find("(other)") == std::string::npos) out.sample("leakscope_leak_entropy", group.labels, group.entropy);
+  }
+  if (analysis.state.leak_check()) {
+    out.family("leakscope_lost_bytes", "gauge", "Bytes of the group no pointer reached at the leak check: direct, or only through lost blocks");
+    for (const GroupSeries& group : groups) {
+      out.sample("leakscope_lost_bytes", group.labels + "kind=\"direct\",", group.lost_bytes);
+      out.sample("leakscope_lost_bytes", group.labels + "kind=\"indirect\",", group.indirectly_lost_bytes);
+    }
   }
   const SnapshotInfo& judged = analysis.judged;
   out.family("leakscope_rss_bytes", "gauge", "Resident memory of the process");

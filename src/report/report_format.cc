@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "report/leak_check.h"
 #include "report/site_format.h"
 #include "report/text_layout.h"
 #include "report/units.h"
@@ -60,6 +61,63 @@ std::string blocks_text(const GroupReport& group) {
                                  group.live_blocks == 1 ? "" : "s");
   if (group.parts.size() > 1) text += fmt::format(" of {} sites", group.parts.size());
   return text;
+}
+
+// lost_suffix() is what a group lost at the leak check, for the end of its verdict's line.
+std::string lost_suffix(const GroupReport& group) {
+  return group.lost.any() ? " · " + lost_text(group.lost) : "";
+}
+
+// lost_finding_text() says where a group's lost blocks were allocated and why they are lost: the
+// `lost` finding of a group no verdict called a leak.
+std::string lost_finding_text(const RunAnalysis& analysis, const std::string& where, const LostFigures& lost, Verdict verdict) {
+  std::string when = leak_check_when(*analysis.state.leak_check());
+  std::string text;
+  if (lost.bytes != 0 || lost.blocks != 0) {
+    text = fmt::format("{} at {} — no pointer to them from anywhere {}", lost_blocks_text(lost.bytes, lost.blocks), where, when);
+    if (lost.indirect_bytes != 0 || lost.indirect_blocks != 0) {
+      text += fmt::format("; {} more only through them", lost_blocks_text(lost.indirect_bytes, lost.indirect_blocks));
+    }
+  } else {
+    text = fmt::format("{} at {} — pointed to only from lost blocks {}", lost_blocks_text(lost.indirect_bytes, lost.indirect_blocks),
+                       where, when);
+  }
+  if (verdict != Verdict::kUnknown) text += fmt::format(" (judged {})", verdict_name(verdict));
+  return text;
+}
+
+// A `lost` finding as the text shows it: the groups of one name and verdict together (a frame's
+// groups told apart only by their callers read as one place).
+struct LostFinding {
+  std::string where;
+  Verdict verdict = Verdict::kUnknown;
+  LostFigures lost;
+};
+
+// lost_findings() is the `lost` finding's groups that --min-bytes keeps (on their lost bytes),
+// most lost bytes first.
+std::vector<size_t> lost_findings(const RunAnalysis& analysis, const ReportOptions& options) {
+  std::vector<size_t> groups;
+  for (size_t g : analysis.lost_groups) {
+    if (analysis.groups[g].lost.total_bytes() >= static_cast<uint64_t>(std::max<int64_t>(options.min_bytes, 0))) groups.push_back(g);
+  }
+  return groups;
+}
+
+// lost_findings_by_place() merges `groups` by name and verdict, most lost bytes first.
+std::vector<LostFinding> lost_findings_by_place(const RunAnalysis& analysis, const std::vector<size_t>& groups) {
+  std::vector<LostFinding> findings;
+  std::map<std::pair<std::string, Verdict>, size_t> index;
+  for (size_t g : groups) {
+    const GroupReport& group = analysis.groups[g];
+    std::string where = frame_name(group.user_frame, 60);
+    auto [found, added] = index.emplace(std::make_pair(where, group.judgement.verdict), findings.size());
+    if (added) findings.push_back({where, group.judgement.verdict, {}});
+    findings[found->second].lost += group.lost;
+  }
+  std::stable_sort(findings.begin(), findings.end(),
+                   [](const LostFinding& a, const LostFinding& b) { return a.lost.total_bytes() > b.lost.total_bytes(); });
+  return findings;
 }
 
 std::string domains_text(const RunAnalysis& analysis, const GroupReport& group) {
@@ -153,6 +211,8 @@ nlohmann::json site_analysis_json(const RunAnalysis& analysis, const SiteReport&
   entry["freed_at_exit_bytes"] = site.freed_at_exit_bytes;
   entry["group"] = site.group;
   entry["first_user_frame"] = user_frame_json(analysis.groups[site.group]);
+  add_lost_json(site.lost, &entry);
+  entry["from_leak_check"] = site.from_leak_check;
   return entry;
 }
 
@@ -177,6 +237,7 @@ nlohmann::json group_json(const RunAnalysis& analysis, size_t index) {
   }
   entry["parts"] = parts;
   entry["runtime"] = group.runtime.empty() ? nlohmann::json() : nlohmann::json(group.runtime);
+  add_lost_json(group.lost, &entry);
   return judgement_json(group.judgement, entry);
 }
 
@@ -208,7 +269,16 @@ nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& opt
                         {"mann_kendall_z", finding.mann_kendall_z},
                         {"text", finding.text}});
   }
+  std::vector<size_t> lost = lost_findings(analysis, options);
+  for (size_t i = 0; i < lost.size() && i < options.top; ++i) {
+    const GroupReport& group = analysis.groups[lost[i]];
+    nlohmann::json finding = {{"kind", "lost"}, {"group", lost[i]}};
+    add_lost_json(group.lost, &finding);
+    finding["text"] = lost_finding_text(analysis, frame_name(group.user_frame, 60), group.lost, group.judgement.verdict);
+    findings.push_back(finding);
+  }
   document["findings"] = findings;
+  document["leak_check"] = leak_check_json(analysis.state);
   nlohmann::json residency = nlohmann::json::array();
   for (const ProcessSample& sample : analysis.residency) {
     nlohmann::json tracked = nlohmann::json::object();
@@ -278,6 +348,7 @@ nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& opt
 
 std::string report_text(const RunAnalysis& analysis, const ReportOptions& options) {
   std::string out = run_header_text(header_of(analysis), "leakscope report");
+  if (analysis.state.leak_check()) out += leak_check_text(*analysis.state.leak_check());
   const TeardownReport& teardown = analysis.teardown;
   if (teardown.mark != 0 && analysis.at.index < analysis.at.count) {
     out += wrap(fmt::format("teardown from {:.1f} s to {:.1f} s freed {} of what was judged live (\"freed at {}\")",
@@ -310,6 +381,15 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
                 "      ", "");
   }
   for (const ResidencyFinding& finding : analysis.findings) out += "\n" + wrap("Residency: " + finding.text, "");
+  std::vector<LostFinding> lost = lost_findings_by_place(analysis, lost_findings(analysis, options));
+  if (!lost.empty()) out += "\n";
+  for (size_t i = 0; i < lost.size() && i < options.top; ++i) {
+    out += wrap("Lost: " + lost_finding_text(analysis, lost[i].where, lost[i].lost, lost[i].verdict), "   ", "");
+  }
+  if (lost.size() > options.top) {
+    size_t more = lost.size() - options.top;
+    out += fmt::format("Lost: and at {} more place{} (--top N shows more)\n", more, more == 1 ? "" : "s");
+  }
   auto owner_line = [](const char* title, const std::vector<OwnerReport>& owners, const char* unnamed) {
     std::map<std::string, int> named;  // threads that share a name are told apart by tid
     for (const OwnerReport& owner : owners) ++named[owner.name];
@@ -338,9 +418,9 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
   for (size_t g : leaks) {
     const GroupReport& group = analysis.groups[g];
     const SiteJudgement& j = group.judgement;
-    out += "\n" + wrap(fmt::format("#{} leak, confidence {:.2f} · {} {} · {} · leak entropy {:.2f}", ++rank, j.confidence,
+    out += "\n" + wrap(fmt::format("#{} leak, confidence {:.2f} · {} {} · {} · leak entropy {:.2f}{}", ++rank, j.confidence,
                                    domains_text(analysis, group), blocks_text(group), rate(j.growth_bytes_per_min),
-                                   j.leak_entropy),
+                                   j.leak_entropy, lost_suffix(group)),
                        "   ", "");
     if (group.has_user_frame) out += fmt::format("   in {}\n", frame_text(group.user_frame, kWidth - 6));
     if (!group.runtime.empty()) out += wrap(runtime_text(group), "   ");
@@ -384,9 +464,9 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     out += fmt::format("\n{}: {}{}\n", kind.title, total, total > groups.size() ? fmt::format(" (top {} shown)", groups.size()) : "");
     for (size_t g : groups) {
       const GroupReport& group = analysis.groups[g];
-      out += wrap(fmt::format("{} {} · leak entropy {:.2f} · {}{}", domains_text(analysis, group), blocks_text(group),
+      out += wrap(fmt::format("{} {} · leak entropy {:.2f} · {}{}{}", domains_text(analysis, group), blocks_text(group),
                               group.judgement.leak_entropy, rate(group.judgement.growth_bytes_per_min),
-                              freed_at_exit_text(analysis, group.freed_at_exit_bytes, group.live_bytes)),
+                              freed_at_exit_text(analysis, group.freed_at_exit_bytes, group.live_bytes), lost_suffix(group)),
                   "      ", "  ");
       if (group.has_user_frame) out += fmt::format("      in {}\n", frame_text(group.user_frame, kWidth - 9));
       if (!group.runtime.empty()) out += wrap(runtime_text(group), "      ");

@@ -393,11 +393,45 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
           sites_[id].temporary_blocks += cursor.varint("temporary blocks");
         }
         break;
+      case SectionTag::kLeakCheck:
+        apply_leak_check(cursor, epoch);
+        break;
       default:
         break;  // a section from a newer writer: skipped by design
     }
   }
   ++snapshot_count_;
+}
+
+void RunState::apply_leak_check(PayloadCursor& cursor, uint32_t epoch) {
+  LeakCheck check;
+  check.trigger = static_cast<LeakCheckTrigger>(cursor.u32("leak check trigger"));
+  check.time_ns = cursor.varint("leak check time");
+  check.stopped_ns = cursor.varint("leak check stop time");
+  check.threads_stopped = cursor.varint("threads stopped");
+  check.threads_missed = cursor.varint("threads missed");
+  check.blocks = cursor.varint("blocks scanned");
+  check.bytes = cursor.varint("bytes scanned");
+  check.root_bytes = cursor.varint("root bytes");
+  check.memory_bytes = cursor.varint("leak check memory");
+  check.flags = cursor.varint("leak check flags");
+  check.snapshot = snapshot_count_ + 1;
+  check.epoch = epoch;
+  uint64_t id = 0;
+  for (uint64_t n = cursor.count("leak check count"); n > 0; --n) {
+    uint64_t delta = cursor.varint("leak check triple id");
+    if (delta == 0 || id + delta < id) throw Malformed{"leak check lists its triples out of order"};
+    id += delta;
+    if (id >= triples_.size() || !triples_[id].known) throw Malformed{"leak check for undefined triple " + std::to_string(id)};
+    TripleLoss loss;
+    loss.triple = static_cast<uint32_t>(id);
+    loss.lost_bytes = cursor.varint("lost bytes");
+    loss.lost_blocks = cursor.varint("lost blocks");
+    loss.indirectly_lost_bytes = cursor.varint("indirectly lost bytes");
+    loss.indirectly_lost_blocks = cursor.varint("indirectly lost blocks");
+    check.triples.push_back(loss);
+  }
+  leak_check_ = std::move(check);
 }
 
 void RunState::apply_thread(uint32_t slot_index, int64_t tid, std::string name, uint64_t flags, uint32_t epoch) {

@@ -234,6 +234,29 @@ struct Triple {
   int64_t live_blocks() const { return static_cast<int64_t>(alloc_count - free_count + split_count); }
 };
 
+// What one triple lost, as a reachability scan found it.
+struct TripleLoss {
+  uint32_t triple = 0;
+  uint64_t lost_bytes = 0, lost_blocks = 0;  // directly lost: no pointer to them from anywhere
+  uint64_t indirectly_lost_bytes = 0, indirectly_lost_blocks = 0;  // pointed to only from lost blocks
+};
+
+// A reachability scan's results (LEAK_CHECK, docs/FORMAT.md).
+struct LeakCheck {
+  internal::LeakCheckTrigger trigger = internal::LeakCheckTrigger::kTeardown;  // kept as written, known or not
+  uint64_t time_ns = 0;     // when the program was stopped, as SnapshotInfo::time_ns
+  uint64_t stopped_ns = 0;  // how long it was stopped
+  uint64_t threads_stopped = 0;
+  uint64_t threads_missed = 0;  // not stopped in time: blocks only they point to show as lost
+  uint64_t blocks = 0, bytes = 0;  // live blocks scanned
+  uint64_t root_bytes = 0;
+  uint64_t memory_bytes = 0;  // what the scan mapped for itself
+  uint64_t flags = 0;         // internal::kLeakCheckMmapRoots
+  uint32_t snapshot = 0;      // the snapshot that carried it, from 1
+  uint32_t epoch = 0;         // the epoch that snapshot closed
+  std::vector<TripleLoss> triples;  // those that lost blocks, in id order
+};
+
 // Site::births holds at most this many birth bins per site; when a birth lands beyond them, every site's bins are
 // merged in pairs and the bin width doubles, so memory stays bounded by the number of sites.
 constexpr size_t kMaxBirthBins = 256;
@@ -272,6 +295,9 @@ class RunState {
   const std::vector<Code>& codes() const { return codes_; }
   const std::vector<Site>& sites() const { return sites_; }
   const std::vector<Triple>& triples() const { return triples_; }
+  // leak_check() is the last reachability scan read, if any: a later one supersedes it, a key
+  // snapshot does not clear it.
+  const std::optional<LeakCheck>& leak_check() const { return leak_check_; }
   // Live bytes per domain now (index: Domain value), kept up to date as counters are applied.
   const std::array<int64_t, internal::kDomainCount>& live_bytes_by_domain() const { return domain_live_bytes_; }
   // Width of the bins of Site::births, from time 0.
@@ -285,6 +311,7 @@ class RunState {
   // apply_snapshot() applies a snapshot; a key one (`key`) holds absolute counters and births and
   // repeats every definition, so the cumulative state is cleared first.
   void apply_snapshot(class PayloadCursor& cursor, bool key);
+  void apply_leak_check(class PayloadCursor& cursor, uint32_t epoch);
   void clear_cumulative_state();
 
   bool has_process_ = false;
@@ -302,6 +329,7 @@ class RunState {
   std::vector<Code> codes_{1};
   std::vector<Site> sites_{1};
   std::vector<Triple> triples_{1};
+  std::optional<LeakCheck> leak_check_;
   void add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes);
   // apply_thread() reads one THREADS record; thread_at() is the thread of `slot` that could
   // allocate in `epoch`.

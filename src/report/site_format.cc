@@ -213,6 +213,12 @@ std::string function_text(const SymbolizedFrame& frame, size_t width) {
   return shorten(name, width, false);
 }
 
+std::string frame_name(const SymbolizedFrame& frame, size_t width) {
+  std::string name = function_text(frame, width);
+  if (!frame.file.empty()) name += fmt::format(" ({}:{})", module_base_name(frame.file), frame.line);
+  return name;
+}
+
 std::string frame_text(const SymbolizedFrame& frame, size_t width) {
   std::string where = frame.function.empty() ? fmt::format("{:#x}", frame.address) : frame.function;
   std::string file = frame.file.empty() ? "" : fmt::format(" ({}:{})", module_base_name(frame.file), frame.line);

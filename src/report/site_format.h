@@ -51,6 +51,10 @@ nlohmann::json frame_json(const SymbolizedFrame& frame);
 // (its address and module when the function is unknown).
 std::string function_text(const SymbolizedFrame& frame, size_t width);
 
+// frame_name() names a frame in a line of text: "parse_record (steady_leak_ci.c:17)", the
+// function (function_text()) and, when known, its source file's name and line.
+std::string frame_name(const SymbolizedFrame& frame, size_t width);
+
 // frame_text() is "function (file:line) [module]", the function shortened to `width` columns.
 std::string frame_text(const SymbolizedFrame& frame, size_t width = 1000);
 

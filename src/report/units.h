@@ -24,6 +24,18 @@ inline std::string format_bytes(int64_t bytes) {
   return fmt::format("{}{:.2f} {}", sign, value, kUnits[unit]);
 }
 
+// format_exact_bytes() writes an exact figure (a leak check's) with thousands separators:
+// 1337 -> "1,337 B".
+inline std::string format_exact_bytes(uint64_t bytes) {
+  std::string digits = std::to_string(bytes);
+  std::string text;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) text += ',';
+    text += digits[i];
+  }
+  return text + " B";
+}
+
 inline std::string format_seconds(uint64_t nanoseconds) {
   return fmt::format("{:.1f} s", static_cast<double>(nanoseconds) / 1e9);
 }

@@ -186,6 +186,9 @@ TEST(Check, BadLimitsAndInputsGetOneLineAndTheirExitCode) {
       {{"check", file, "--max-growth", "nan", "--baseline", not_json}, 2, "max-growth: not a percentage"},
       {{"check", file, "--max-leaked", "17179869184GiB"}, 2, "max-leaked: not a size"},
       {{"check", file, "--max-leak-rate", "300000000GiB/s"}, 2, "max-leak-rate: not a rate"},
+      {{"check", file, "--max-lost", "lots"}, 2, "max-lost: not a size (such as 512, 64KiB, 1MiB, 2GiB): lots"},
+      // A run that was not leak-checked has no lost bytes to hold.
+      {{"check", file, "--max-lost", "0"}, 3, "was not leak-checked, so max-lost cannot judge it"},
       {{"check", garbage}, 3, garbage},
       {{"check", scratch_dir() + "/missing.lsc"}, 3, "missing.lsc"},
   };
@@ -233,6 +236,41 @@ TEST(Check, RunCheckGatesInOneStepAndAFailingCommandKeepsItsStatus) {
                              fixture("steady_leak_ci"), "10"});
   EXPECT_EQ(twice.exit_code, 2);
   EXPECT_NE(twice.err.find("--check: 'max-leaked' is given twice"), std::string::npos) << twice.err;
+}
+
+// The options the command runs with, as it sees them.
+TEST(Check, RunCheckAsksForALeakCheckUnlessTheOptionsDecideOrSample) {
+  std::string directory = scratch_dir();
+  auto options_seen = [&](const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+    std::string seen = directory + "/options";
+    std::filesystem::remove(seen);
+    std::vector<std::string> all = {"run", "-o", directory + "/o.lsc"};
+    all.insert(all.end(), args.begin(), args.end());
+    all.insert(all.end(), {"--", "sh", "-c", "printf %s \"$LEAKSCOPE_OPTIONS\" > " + seen});
+    leakscope(all, env);
+    return read_file(seen);
+  };
+  EXPECT_NE(options_seen({"--check", "max-leaked=1GiB"}).find(",leak_check=1"), std::string::npos);
+  EXPECT_NE(options_seen({"--leak-check"}).find(",leak_check=1"), std::string::npos);
+  EXPECT_EQ(options_seen({}).find("leak_check"), std::string::npos);
+  EXPECT_EQ(options_seen({"--check", "max-leaked=1GiB", "--sample", "512KiB"}).find("leak_check"), std::string::npos);
+  EXPECT_EQ(options_seen({"--check", "max-leaked=1GiB"}, {{"LEAKSCOPE_OPTIONS", "leak_check=0"}}),
+            "leak_check=0,output=" + directory + "/o.lsc");
+  EXPECT_EQ(options_seen({"--check", "max-leaked=1GiB", "--option", "leak_check=0"}).find("leak_check=1"), std::string::npos);
+
+  // Refused before the command runs: a gate on lost bytes of a run that is not scanned.
+  for (const std::vector<std::string>& refused :
+       {std::vector<std::string>{"--check", "max-lost=0", "--sample", "512KiB"},
+        std::vector<std::string>{"--check", "max-lost=0", "--option", "leak_check=0"},
+        std::vector<std::string>{"--leak-check", "--sample", "512KiB"}}) {
+    std::vector<std::string> args = {"run", "-o", directory + "/refused.lsc"};
+    args.insert(args.end(), refused.begin(), refused.end());
+    args.insert(args.end(), {"--", "true"});
+    Outcome outcome = leakscope(args);
+    EXPECT_EQ(outcome.exit_code, 2) << refused[1] << ": " << outcome.err;
+    EXPECT_EQ(std::count(outcome.err.begin(), outcome.err.end(), '\n'), 1) << outcome.err;
+    EXPECT_FALSE(std::filesystem::exists(directory + "/refused.lsc"));
+  }
 }
 
 TEST(Check, RunCheckGatesTheProgramsAWrapperScriptForks) {

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/checksum.h"
 #include "core/stream_format.h"
@@ -71,11 +72,41 @@ inline std::string process_frame(uint64_t pid = 4242, const std::string& exe = "
   return frame(internal::FrameType::kProcess, process.str());
 }
 
-// info() is an INFO section: epoch, time, and memory figures derived from `rss`.
-inline Bytes info(uint32_t epoch, uint64_t time_ns, bool final, uint64_t rss = 4096) {
+// info() is an INFO section: epoch, time, why the snapshot was taken, and memory figures derived
+// from `rss`.
+inline Bytes info(uint32_t epoch, uint64_t time_ns, internal::SnapshotReason reason, bool final, uint64_t rss = 4096) {
   Bytes section;
-  section.varint(epoch).varint(time_ns).varint(0).varint(final ? 2 : 0).varint(0).varint(final ? 1 : 0);
+  section.varint(epoch).varint(time_ns).varint(0).varint(static_cast<uint64_t>(reason)).varint(0).varint(final ? 1 : 0);
   for (int i = 0; i < 9; ++i) section.varint(rss * (i + 1));
+  return section;
+}
+
+// info() of a periodic snapshot, or of the final one at exit.
+inline Bytes info(uint32_t epoch, uint64_t time_ns, bool final, uint64_t rss = 4096) {
+  return info(epoch, time_ns, final ? internal::SnapshotReason::kExit : internal::SnapshotReason::kPeriodic, final, rss);
+}
+
+// What one triple lost, as a LEAK_CHECK section lists it.
+struct LostEntry {
+  uint64_t triple = 0;
+  uint64_t bytes = 0, blocks = 0, indirect_bytes = 0, indirect_blocks = 0;
+};
+
+// leak_check() is a LEAK_CHECK section: a scan that `trigger` started at `time_ns`, stopped 3
+// threads for 2 ms (and missed `missed`), scanned 100 blocks of 8000 bytes from 4096 bytes of
+// roots in 64 KiB of its own, and found `entries` lost (written as id differences, in the order
+// given).
+inline Bytes leak_check(internal::LeakCheckTrigger trigger, uint64_t time_ns, const std::vector<LostEntry>& entries,
+                        uint64_t missed = 0) {
+  Bytes section;
+  section.varint(static_cast<uint64_t>(trigger)).varint(time_ns).varint(2000000).varint(3).varint(missed);
+  section.varint(100).varint(8000).varint(4096).varint(65536).varint(0).varint(entries.size());
+  uint64_t previous = 0;
+  for (const LostEntry& entry : entries) {
+    section.varint(entry.triple - previous).varint(entry.bytes).varint(entry.blocks);
+    section.varint(entry.indirect_bytes).varint(entry.indirect_blocks);
+    previous = entry.triple;
+  }
   return section;
 }
 

@@ -32,6 +32,7 @@ struct RunOptions {
   std::string sample;    // empty: the runtime's default (exact)
   bool no_follow_fork = false;
   bool no_follow_exec = false;
+  bool leak_check = false;                 // --leak-check: scan for lost blocks at the teardown mark
   std::vector<std::string> extra_options;  // raw name=value pairs
   std::string check;                       // --check: the gate's limits, "max-leaked=1MiB,..."
   std::string prometheus;                  // --prometheus HOST:PORT, served while the command runs
@@ -84,14 +85,14 @@ struct CheckOptions {
   std::string file;
   std::string at;
   std::string fold;
-  std::string max_leaked, max_leak_rate, max_rss;
+  std::string max_leaked, max_leak_rate, max_rss, max_lost;
   std::string baseline, max_growth;
   std::vector<std::string> suppress;
   std::string junit;
   bool no_runtime_suppressions = false;
 };
 
-// parse_check_spec() reads run --check's "max-leaked=1MiB,max-leak-rate=100KiB/min,..." into
+// parse_check_spec() reads run --check's "max-leaked=1MiB,max-leak-rate=100KiB/min,max-lost=0,..." into
 // `options`; false with a one-line `error`.
 bool parse_check_spec(const std::string& spec, CheckOptions* options, std::string* error);
 

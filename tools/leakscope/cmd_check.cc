@@ -1,5 +1,5 @@
-// leakscope check: the CI gate. Judges a stream as `report` does and holds its leaks, leak rate
-// and RSS against limits; exit 1 when one is exceeded.
+// leakscope check: the CI gate. Judges a stream as `report` does and holds its leaks, leak rate,
+// RSS and lost blocks against limits; exit 1 when one is exceeded.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -90,11 +90,11 @@ bool parse_check_spec(const std::string& spec, CheckOptions* options, std::strin
       options->no_runtime_suppressions = value != "0";
       continue;
     }
-    static const std::set<std::string> kNames = {"max-leaked", "max-leak-rate", "max-rss", "baseline", "max-growth",
-                                                 "suppress", "junit"};
+    static const std::set<std::string> kNames = {"max-leaked", "max-leak-rate", "max-rss", "max-lost", "baseline",
+                                                 "max-growth", "suppress", "junit"};
     if (kNames.count(name) == 0) {
-      *error = fmt::format("--check: unknown limit '{}' (max-leaked, max-leak-rate, max-rss, baseline, max-growth, "
-                           "suppress, junit, no-runtime-suppressions)",
+      *error = fmt::format("--check: unknown limit '{}' (max-leaked, max-leak-rate, max-rss, max-lost, baseline, "
+                           "max-growth, suppress, junit, no-runtime-suppressions)",
                            name);
       return false;
     }
@@ -105,6 +105,7 @@ bool parse_check_spec(const std::string& spec, CheckOptions* options, std::strin
     if (name == "max-leaked") options->max_leaked = value;
     if (name == "max-leak-rate") options->max_leak_rate = value;
     if (name == "max-rss") options->max_rss = value;
+    if (name == "max-lost") options->max_lost = value;
     if (name == "baseline") options->baseline = value;
     if (name == "max-growth") options->max_growth = value;
     if (name == "suppress") options->suppress.push_back(value);
@@ -127,6 +128,12 @@ int prepare_check(const CheckOptions& options, PreparedCheck* prepared) {
       return fail(kUsage, fmt::format("max-rss: not a size ({}): {}", kSizeForms, options.max_rss));
     }
     limits.max_rss_bytes = bytes;
+  }
+  if (!options.max_lost.empty()) {
+    if (!parse_bytes(options.max_lost, &bytes)) {
+      return fail(kUsage, fmt::format("max-lost: not a size ({}): {}", kSizeForms, options.max_lost));
+    }
+    limits.max_lost_bytes = bytes;
   }
   if (!options.max_leak_rate.empty()) {
     double rate = 0;
@@ -179,6 +186,11 @@ int run_check(const PreparedCheck& prepared, const std::vector<std::string>& fil
       if (analysis->damaged_spans != 0) {
         throw report::StreamError(fmt::format("{}: damaged inside (see the warnings above): a gate cannot judge it on what "
                                               "is left",
+                                              file));
+      }
+      if (prepared.limits.max_lost_bytes && !analysis->state.leak_check()) {
+        throw report::StreamError(fmt::format("{}: was not leak-checked, so max-lost cannot judge it: record it with "
+                                              "leak_check=1 (leakscope run --leak-check, or --check)",
                                               file));
       }
       report::GateOptions gate;

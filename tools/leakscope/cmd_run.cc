@@ -47,10 +47,22 @@ std::string join_options(const RunOptions& options) {
   if (!options.sample.empty()) parts.push_back("sample=" + options.sample);
   if (options.no_follow_fork) parts.emplace_back("follow_fork=0");
   if (options.no_follow_exec) parts.emplace_back("follow_exec=0");
+  if (options.leak_check) parts.emplace_back("leak_check=1");
   for (const std::string& extra : options.extra_options) parts.push_back(extra);
   std::string joined;
   for (const std::string& part : parts) joined += (joined.empty() ? "" : ",") + part;
   return joined;
+}
+
+// sets_option() tells whether the runtime options `text` ("name=value,...") set `name`.
+bool sets_option(const std::string& text, const std::string& name) {
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    if (text.compare(at, name.size() + 1, name + "=") == 0) return true;
+    at = end + 1;
+  }
+  return false;
 }
 
 std::string resolved_output(const std::string& pattern, pid_t pid) {
@@ -244,6 +256,16 @@ int run_command(const RunOptions& options) {
     const std::string variable = "LEAKSCOPE_OPTIONS: ";
     if (reason.rfind(variable, 0) == 0) reason = "run options: " + reason.substr(variable.size());
     return fail(kUsage, reason);
+  }
+  // A gated run is leak-checked, so that the gate holds its lost blocks too, unless the options
+  // decide it themselves or sample: the scan needs every block recorded.
+  if (options.gate && !sets_option(runtime_options, "leak_check") && parsed.sample == 0) {
+    runtime_options += ",leak_check=1";
+    parsed.leak_check = true;
+  }
+  if (options.leak_check && parsed.sample != 0) return fail(kUsage, "--leak-check needs exact mode: drop --sample");
+  if (gate.limits.max_lost_bytes && (parsed.sample != 0 || (!parsed.leak_check && parsed.leak_check_signal == 0))) {
+    return fail(kUsage, "--check max-lost needs a leak-checked run: leak_check=1 in exact mode (no --sample)");
   }
 
   std::error_code ignored;

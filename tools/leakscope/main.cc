@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
   run_verb->add_option("--sample", run.sample, "0 records every allocation (default); BYTES (e.g. 512KiB) samples one per BYTES allocated on average");
   run_verb->add_flag("--no-follow-fork", run.no_follow_fork, "Do not track forked children");
   run_verb->add_flag("--no-follow-exec", run.no_follow_exec, "Do not track programs the command execs");
+  run_verb->add_flag("--leak-check", run.leak_check,
+                     "Scan for blocks no pointer reaches at the teardown mark (leak_check=1; on under --check)");
   run_verb->add_option("--option", run.extra_options, "Any runtime option as name=value (see docs/options.md)");
   auto non_empty = [](const std::string& value) { return value.empty() ? std::string("needs a value") : std::string(); };
   run_verb->add_option("--prometheus", run.prometheus, "Serve Prometheus metrics on HOST:PORT (loopback) while the command runs")
@@ -92,13 +94,17 @@ int main(int argc, char** argv) {
   diff_verb->add_option("--top", diff.top, "Sites shown")->check(CLI::Range(1, 1000000))->capture_default_str();
 
   CheckOptions check;
-  CLI::App* check_verb = app.add_subcommand("check", "CI gate: exit 1 when the run's leaks, leak rate or RSS exceed their limits");
+  CLI::App* check_verb = app.add_subcommand("check", "CI gate: exit 1 when the run's leaks, leak rate, RSS or lost blocks exceed their limits");
   check_verb->add_option("file", check.file, "A .lsc stream")->required();
   check_verb->add_option("--max-leaked", check.max_leaked, "Bytes in leak verdicts allowed (default 0 when no limit is given), e.g. 1MiB")
       ->check(non_empty);
   check_verb->add_option("--max-leak-rate", check.max_leak_rate, "Growth of the leaks allowed, e.g. 100KiB/min, 1MiB/s, 64MiB/h")
       ->check(non_empty);
   check_verb->add_option("--max-rss", check.max_rss, "Peak RSS allowed, less leakscope's own memory, e.g. 2GiB")->check(non_empty);
+  check_verb->add_option("--max-lost", check.max_lost,
+                         "Bytes lost at the leak check allowed, directly and indirectly (default 0 in a leak-checked run "
+                         "when no limit is given)")
+      ->check(non_empty);
   check_verb->add_option("--baseline", check.baseline, "An earlier report --format json to compare each leak with")->check(non_empty);
   check_verb->add_option("--max-growth", check.max_growth, "Growth of a leak over the baseline allowed, in percent")->check(non_empty);
   check_verb->add_option("--suppress", check.suppress, "A suppressions file (function:GLOB, file:GLOB, module:GLOB, leak:GLOB); repeatable")
