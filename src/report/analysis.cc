@@ -470,15 +470,30 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   });
   SiteKeys keys(state, *analysis->symbolizer, analysis->roles);
   build_groups(*analysis, series, keys, now_s, capture.epochs());
-  for (SiteReport& site : analysis->sites) site.runtime = runtime_residue(analysis->symbolizer->stack(site.summary.stack));
+  for (SiteReport& site : analysis->sites) {
+    const std::vector<SymbolizedFrame>& frames = analysis->symbolizer->stack(site.summary.stack);
+    site.runtime = runtime_residue(frames);
+    if (site.lost.any()) site.lost_runtime = lost_residue(frames, analysis->roles);
+  }
   for (GroupReport& group : analysis->groups) {
     bool residue = std::all_of(group.parts.begin(), group.parts.end(),
                                [&](size_t part) { return analysis->sites[part].runtime != nullptr; });
     if (residue && !group.parts.empty()) group.runtime = analysis->sites[group.parts[0]].runtime;
+    const SiteReport* lost_part = nullptr;
+    bool lost_residue_only = true;
+    for (size_t part : group.parts) {
+      const SiteReport& site = analysis->sites[part];
+      if (!site.lost.any()) continue;
+      if (site.lost_runtime == nullptr) lost_residue_only = false;
+      if (lost_part == nullptr) lost_part = &site;
+    }
+    if (lost_part != nullptr && lost_residue_only) group.lost_runtime = lost_part->lost_runtime;
   }
   for (size_t g = 0; g < analysis->groups.size(); ++g) {
     const GroupReport& group = analysis->groups[g];
-    if (group.judgement.verdict != Verdict::kLeak && group.lost.any() && group.runtime.empty()) analysis->lost_groups.push_back(g);
+    if (group.judgement.verdict != Verdict::kLeak && group.lost.any() && group.lost_runtime.empty()) {
+      analysis->lost_groups.push_back(g);
+    }
   }
   std::stable_sort(analysis->lost_groups.begin(), analysis->lost_groups.end(), [&](size_t a, size_t b) {
     return analysis->groups[a].lost.total_bytes() > analysis->groups[b].lost.total_bytes();

@@ -40,6 +40,7 @@ struct SiteReport {
   double taken_s = 0;               // the time of the snapshot it was taken from
   StartupPhase made_during = StartupPhase::kNone;  // the start-up phase it was made in (SiteEvidence)
   const char* runtime = nullptr;  // why it is the runtime's own residue (runtime_residue()), or null
+  const char* lost_runtime = nullptr;  // why what it lost is the runtime's own (lost_residue()), or null
   LostFigures lost;               // at the leak check; 0 when reachable or not scanned
   // Not live at the judged snapshot, but lost at the leak check: taken from the scan's snapshot,
   // and not judged.
@@ -60,6 +61,7 @@ struct GroupReport {
   double first_seen_s = 0;
   SiteJudgement judgement;  // on the sum of the parts' series and births
   std::string runtime;      // why every site of it is the runtime's own residue (suppressions.h); "" when not
+  std::string lost_runtime;  // why everything its sites lost is the runtime's own (lost_residue()); "" when not
   LostFigures lost;         // its sites', at the leak check
 };
 

@@ -22,8 +22,9 @@ std::string group_name(const SymbolizedFrame& frame) { return frame_name(frame, 
 
 // left_out_by() says why the gate leaves a site out: it is the runtime's own residue, or a rule
 // matches it; "" when it counts.
-std::string left_out_by(RunAnalysis& analysis, const SiteReport& site, const GateOptions& options) {
-  if (options.runtime_residue && site.runtime != nullptr) return std::string("runtime: ") + site.runtime;
+std::string left_out_by(RunAnalysis& analysis, const SiteReport& site, const GateOptions& options, bool lost = false) {
+  const char* residue = lost ? site.lost_runtime : site.runtime;
+  if (options.runtime_residue && residue != nullptr) return std::string("runtime: ") + residue;
   if (options.suppressions != nullptr && !options.suppressions->empty()) {
     if (const SuppressionRule* rule = options.suppressions->match(analysis.symbolizer->stack(site.summary.stack))) {
       return fmt::format("suppressed by {} ({}:{})", rule->text, rule->origin, rule->line);
@@ -67,7 +68,7 @@ LostGroup lost_group(RunAnalysis& analysis, size_t index, const GateOptions& opt
   for (size_t part : group.parts) {
     const SiteReport& site = analysis.sites[part];
     if (!site.lost.any()) continue;
-    std::string why = left_out_by(analysis, site, options);
+    std::string why = left_out_by(analysis, site, options, true);
     if (why.empty()) {
       gated.lost += site.lost;
       continue;

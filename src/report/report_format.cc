@@ -65,7 +65,8 @@ std::string blocks_text(const GroupReport& group) {
 
 // lost_suffix() is what a group lost at the leak check, for the end of its verdict's line.
 std::string lost_suffix(const GroupReport& group) {
-  return group.lost.any() ? " · " + lost_text(group.lost) : "";
+  if (!group.lost.any()) return "";
+  return " · " + lost_text(group.lost) + (group.lost_runtime.empty() ? "" : " (the runtime's own)");
 }
 
 // lost_finding_text() says where a group's lost blocks were allocated and why they are lost: the
@@ -238,6 +239,7 @@ nlohmann::json group_json(const RunAnalysis& analysis, size_t index) {
   entry["parts"] = parts;
   entry["runtime"] = group.runtime.empty() ? nlohmann::json() : nlohmann::json(group.runtime);
   add_lost_json(group.lost, &entry);
+  entry["lost_runtime"] = group.lost_runtime.empty() ? nlohmann::json() : nlohmann::json(group.lost_runtime);
   return judgement_json(group.judgement, entry);
 }
 

@@ -133,4 +133,16 @@ const char* runtime_residue(const std::vector<SymbolizedFrame>& frames) {
   return nullptr;
 }
 
+const char* lost_residue(const std::vector<SymbolizedFrame>& frames, const FrameRoles& roles) {
+  if (const char* residue = runtime_residue(frames)) return residue;
+  for (const SymbolizedFrame& frame : frames) {
+    if (frame.address == internal::kImportFrame || !frame.language.empty()) {
+      return "the interpreter's or a framework's own (lost beneath interpreted code, which cannot lose a block)";
+    }
+    if (internal::is_startup_marker(frame.address)) return nullptr;
+    if (roles.is_user(frame)) return nullptr;
+  }
+  return nullptr;
+}
+
 }  // namespace leakscope::report

@@ -61,6 +61,15 @@ class Suppressions {
 // pool of 72,704 bytes).
 const char* runtime_residue(const std::vector<SymbolizedFrame>& frames);
 
+class FrameRoles;
+
+// lost_residue() says why the lost blocks of a site with stack `frames` are the runtime's own, or
+// returns nullptr: runtime_residue()'s reasons, or blocks made beneath interpreted code with no
+// native frame of the program's own between (a reference CPython, torch or an installed extension
+// never released). Interpreted code cannot lose a block, so such a loss is never the program's,
+// though its reachable blocks at the same site (a list that grows) may be.
+const char* lost_residue(const std::vector<SymbolizedFrame>& frames, const FrameRoles& roles);
+
 }  // namespace leakscope::report
 
 #endif  // LEAKSCOPE_REPORT_SUPPRESSIONS_H_

@@ -143,5 +143,53 @@ TEST(LeakCheck, ThirtyTwoRunningThreadsArePausedAndTheirStacksScanned) {
   expect_lost(run.dump, "lose_on_exit", 4321, 1);
 }
 
+// lost_of_the_programs_own() sums what the groups of a report lost that is not the runtime's own.
+int64_t lost_of_the_programs_own(const nlohmann::json& report) {
+  int64_t lost = 0;
+  for (const nlohmann::json& group : report["groups"]) {
+    if (!group["lost_runtime"].is_null()) continue;
+    lost += group["lost_bytes"].get<int64_t>() + group["indirectly_lost_bytes"].get<int64_t>();
+  }
+  return lost;
+}
+
+TEST(LeakCheck, ACleanPythonServicePassesRunCheckWithItsOwnCodeLosingNothing) {
+  std::string file = scratch_dir() + "/service.lsc";
+  Outcome gated = leakscope({"run", "--check", "", "-o", file, "--", "/usr/bin/python3",
+                             fixture_source("clean_python_service.py"), "500"});
+  EXPECT_EQ(gated.exit_code, 0) << gated.out << gated.err;
+  EXPECT_NE(gated.out.find("served 500 requests, 10 sessions"), std::string::npos) << gated.out;
+  nlohmann::json document = dump(file);
+  ASSERT_TRUE(document["leak_check"]["scanned"]);
+  EXPECT_EQ(document["leak_check"]["trigger"], "teardown");
+  EXPECT_TRUE(document["leak_check"]["mmap_roots"]);  // an interpreter is in the process
+  Outcome report = leakscope({"report", "--format", "json", "--top", "100000", "--min-bytes", "0", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_EQ(lost_of_the_programs_own(nlohmann::json::parse(report.out)), 0);
+}
+
+TEST(LeakCheck, PythonLeakCheckOnRequestReturnsTheBytesLostAndWritesThem) {
+  std::string file = scratch_dir() + "/request.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", "/usr/bin/python3", "-c",
+                           "import leakscope; print('lost', leakscope.leak_check())"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("lost "), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("lost None"), std::string::npos) << run.out;
+  nlohmann::json document = dump(file);
+  EXPECT_EQ(document["leak_check"]["trigger"], "request");
+}
+
+TEST(LeakCheck, TheLeakCheckSignalHasTheWriterScanWhileTheProgramRuns) {
+  std::string file = scratch_dir() + "/signal.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", fixture("leak_check_on_signal")},
+                          {{"LEAKSCOPE_OPTIONS", "leak_check_signal=SIGUSR2"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;  // the signal is leakscope's: it ends nothing
+  EXPECT_EQ(run.out, "still serving\n");
+  nlohmann::json document = dump(file);
+  ASSERT_TRUE(document["leak_check"]["scanned"]);
+  EXPECT_EQ(document["leak_check"]["trigger"], "signal");
+  expect_lost(document, "lose_before_signal", 4096, 1);
+}
+
 }  // namespace
 }  // namespace leakscope::testing

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/stream_format.h"
+#include "report/frame_roles.h"
 #include "report/leak_gate.h"
 
 namespace leakscope::report {
@@ -82,6 +83,36 @@ TEST(RuntimeResidue, TheLoadersOwnBlocksStdioBuffersAndTheCxxRuntimesStartup) {
   EXPECT_EQ(runtime_residue({frame("strdup", libc), frame("<module>", "", "app.py")}), nullptr);
   EXPECT_EQ(runtime_residue({frame("register_schema", "/app"), marker(internal::kBeforeMainFrame)}), nullptr);
   EXPECT_EQ(runtime_residue({}), nullptr);
+}
+
+SymbolizedFrame python_frame(const std::string& function, const std::string& file) {
+  SymbolizedFrame symbolized = frame(function, "", file);
+  symbolized.language = "python";
+  return symbolized;
+}
+
+TEST(LostResidue, LossesBeneathInterpretedCodeWithNoNativeFrameOfTheProgramAreTheRuntimes) {
+  FrameRoles roles("", "/usr/bin/python3.11");
+  SymbolizedFrame import_marker = marker(internal::kImportFrame);
+  // import torch: CPython's own C code, the import marker, then the script.
+  EXPECT_NE(lost_residue({frame("_PyCode_New", "/usr/bin/python3.11"), import_marker,
+                          python_frame("<module>", "/srv/app.py")},
+                         roles),
+            nullptr);
+  EXPECT_NE(lost_residue({frame("PyBytes_FromStringAndSize", "/usr/bin/python3.11"),
+                          python_frame("handle", "/srv/app.py")},
+                         roles),
+            nullptr);
+  // The program's own extension between: its loss.
+  EXPECT_EQ(lost_residue({frame("PyMem_Malloc", "/usr/bin/python3.11"), frame("parse_blob", "/srv/build/_fast.so"),
+                          python_frame("handle", "/srv/app.py")},
+                         roles),
+            nullptr);
+  // A native program's own loss.
+  EXPECT_EQ(lost_residue({frame("make_node", "/srv/bin/server"), frame("main", "/srv/bin/server")}, FrameRoles("", "/srv/bin/server")),
+            nullptr);
+  // runtime_residue()'s reasons hold too.
+  EXPECT_NE(lost_residue({frame("_dl_allocate_tls", "/lib64/ld-linux-x86-64.so.2")}, roles), nullptr);
 }
 
 TEST(GroupMatchKey, FunctionAndFileNameWithoutLineOrAddress) {
