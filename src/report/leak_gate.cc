@@ -271,7 +271,7 @@ GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options) {
     result.checks.push_back({"max-rss", within,
                              fmt::format("peak RSS {} {} {} (less leakscope's own memory)", figure, within ? "<=" : ">", bound)});
   }
-  if (limits.max_lost_bytes || (!any_limit && result.leak_checked)) {
+  if ((limits.max_lost_bytes || (!any_limit && result.leak_checked)) && !options.lost_not_applicable) {
     result.checks.push_back(lost_check(result, limits.max_lost_bytes.value_or(0)));
   }
   if (limits.max_growth_percent && options.baseline != nullptr) {

@@ -51,6 +51,7 @@ struct GateOptions {
   const Suppressions* suppressions = nullptr;  // the user's rules, when given
   bool runtime_residue = true;                 // leave out the runtime's own residue
   const Baseline* baseline = nullptr;
+  bool lost_not_applicable = false;  // a stream never leak-checked, among streams that are: max-lost is not held
 };
 
 // One leak group as the gate saw it.

@@ -135,6 +135,21 @@ TEST(LeakCheck, ForkedChildsLeakIsInTheChildsOwnStream) {
   EXPECT_TRUE(sites_at(parent, "child_loses").empty());
 }
 
+TEST(LeakCheck, RunCheckNotesAChildThatSkippedTeardownAndHoldsTheOthersToMaxLost) {
+  std::string directory = scratch_dir();
+  Outcome gated = leakscope({"run", "--check", "max-lost=0", "-o", directory + "/server.lsc", "--",
+                             fixture("forked_child_leak"), "_exit"});
+  EXPECT_EQ(gated.exit_code, 0) << gated.out << gated.err;
+  EXPECT_NE(gated.err.find("not leak-checked (the process ended by _exit"), std::string::npos) << gated.err;
+  EXPECT_NE(gated.out.find("PASS max-lost: 0 B lost"), std::string::npos) << gated.out;
+  // `check` on that stream alone cannot judge max-lost.
+  for (const std::string& file : files_in(directory)) {
+    if (dump(directory + "/" + file)["leak_check"]["scanned"]) continue;
+    Outcome alone = leakscope({"check", "--max-lost", "0", directory + "/" + file});
+    EXPECT_EQ(alone.exit_code, 3) << alone.err;
+  }
+}
+
 TEST(LeakCheck, ThirtyTwoRunningThreadsArePausedAndTheirStacksScanned) {
   CheckedRun run = run_checked("threads_at_exit");
   EXPECT_EQ(run.dump["leak_check"]["threads_stopped"], 33);

@@ -178,7 +178,7 @@ int prepare_check(const CheckOptions& options, PreparedCheck* prepared) {
   return kOk;
 }
 
-int run_check(const PreparedCheck& prepared, const std::vector<std::string>& files) {
+int run_check(const PreparedCheck& prepared, const std::vector<std::string>& files, bool unscanned_noted) {
   std::vector<std::pair<std::string, report::GateResult>> results;
   for (const std::string& file : files) {
     try {
@@ -188,13 +188,18 @@ int run_check(const PreparedCheck& prepared, const std::vector<std::string>& fil
                                               "is left",
                                               file));
       }
-      if (prepared.limits.max_lost_bytes && !analysis->state.leak_check()) {
-        throw report::StreamError(fmt::format("{}: was not leak-checked, so max-lost cannot judge it: record it with "
-                                              "leak_check=1 (leakscope run --leak-check, or --check)",
-                                              file));
-      }
       report::GateOptions gate;
       gate.limits = prepared.limits;
+      if (prepared.limits.max_lost_bytes && !analysis->state.leak_check()) {
+        if (!unscanned_noted) {
+          throw report::StreamError(fmt::format("{}: was not leak-checked, so max-lost cannot judge it: record it with "
+                                                "leak_check=1 (leakscope run --leak-check, or --check)",
+                                                file));
+        }
+        fmt::print(stderr, "leakscope check: {}: not leak-checked (the process ended by _exit, a signal or exec, before "
+                           "teardown): max-lost does not apply to it\n", file);
+        gate.lost_not_applicable = true;
+      }
       gate.suppressions = &prepared.suppressions;
       gate.runtime_residue = prepared.runtime_residue;
       gate.baseline = prepared.baseline ? &*prepared.baseline : nullptr;

@@ -361,7 +361,7 @@ int run_command(const RunOptions& options) {
     return exit_status != 0 ? exit_status : fail(kBadInput, "--check: the command left no stream to check");
   }
   std::fflush(stderr);
-  int gate_status = run_check(gate, finals);
+  int gate_status = run_check(gate, finals, true);
   if (exit_status != 0) {
     fmt::print(stderr, "leakscope: the command failed with status {}, which run exits with (the gate {})\n", exit_status,
                gate_status == kOk ? "passed" : gate_status == kLimitExceeded ? "failed" : "could not judge");
