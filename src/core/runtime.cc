@@ -290,8 +290,10 @@ int64_t leak_check_locked(LeakCheckTrigger trigger, SnapshotReason reason, const
   if (result.threads_missed != 0) {
     char text[256];
     snprintf(text, sizeof(text),
-             "leak check: %u threads could not be paused (they block signal %d, stop_signal): blocks only they hold may show as lost",
-             result.threads_missed, g_options.stop_signal);
+             "leak check: %u thread%s could not be paused (blocking signal %d, stop_signal, or stuck): blocks only %s may "
+             "show as lost",
+             result.threads_missed, result.threads_missed == 1 ? "" : "s", g_options.stop_signal,
+             result.threads_missed == 1 ? "it holds" : "they hold");
     report("warning: ", text);
   }
   int64_t lost = static_cast<int64_t>(result.lost_bytes + result.indirectly_lost_bytes);
