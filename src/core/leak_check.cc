@@ -269,47 +269,52 @@ bool inside_any_stack(const Range& range, const Range* stacks, size_t count) {
   return false;
 }
 
+// sum_lost() sums the lost blocks per triple, in triple id order: a slot number per triple id that
+// lost something (4 bytes per triple), then one entry per such triple.
 void sum_lost(const ScanBlock* blocks, size_t count, LeakCheckResult* result) {
-  size_t lost = 0;
-  for (size_t i = 0; i < count; ++i) lost += blocks[i].state != BlockState::kReachable;
-  if (lost == 0) return;
-  Mapped<LostInTriple> entries, scratch;
-  Mapped<size_t> counters;
-  if (!entries.map(lost) || !scratch.map(lost) || !counters.map(kRadixCounters)) {
-    entries.unmap();
-    scratch.unmap();
-    counters.unmap();
+  uint32_t triples_end = 0;
+  bool any = false;
+  for (size_t i = 0; i < count; ++i) {
+    if (blocks[i].state == BlockState::kReachable) continue;
+    any = true;
+    if (blocks[i].triple >= triples_end) triples_end = blocks[i].triple + 1;
+  }
+  if (!any) return;
+  Mapped<uint32_t> slot_of;
+  if (!slot_of.map(triples_end)) return;
+  for (size_t i = 0; i < count; ++i) {
+    if (blocks[i].state != BlockState::kReachable) slot_of.items[blocks[i].triple] = 1;
+  }
+  uint32_t distinct = 0;
+  for (uint32_t triple = 0; triple < triples_end; ++triple) {
+    if (slot_of.items[triple] != 0) slot_of.items[triple] = ++distinct;
+  }
+  Mapped<LostInTriple> entries;
+  if (!entries.map(distinct)) {
+    slot_of.unmap();
     return;
   }
-  size_t filled = 0;
+  for (uint32_t triple = 0; triple < triples_end; ++triple) {
+    if (slot_of.items[triple] != 0) entries.items[slot_of.items[triple] - 1].triple = triple;
+  }
   for (size_t i = 0; i < count; ++i) {
     const ScanBlock& block = blocks[i];
     if (block.state == BlockState::kReachable) continue;
-    bool direct = block.state == BlockState::kUnreached;
-    entries.items[filled++] = {block.triple, direct ? block.size : 0, direct ? 1u : 0u, direct ? 0 : block.size,
-                               direct ? 0u : 1u};
-  }
-  radix_sort(entries.items, scratch.items, filled, counters.items, 32, [](const LostInTriple& entry) { return entry.triple; });
-  size_t merged = 0;
-  for (size_t i = 0; i < filled; ++i) {
-    const LostInTriple& entry = entries.items[i];
-    if (merged != 0 && entries.items[merged - 1].triple == entry.triple) {
-      LostInTriple& into = entries.items[merged - 1];
-      into.bytes += entry.bytes;
-      into.blocks += entry.blocks;
-      into.indirect_bytes += entry.indirect_bytes;
-      into.indirect_blocks += entry.indirect_blocks;
+    LostInTriple& entry = entries.items[slot_of.items[block.triple] - 1];
+    if (block.state == BlockState::kUnreached) {
+      entry.bytes += block.size;
+      ++entry.blocks;
+      result->lost_bytes += block.size;
     } else {
-      entries.items[merged++] = entry;
+      entry.indirect_bytes += block.size;
+      ++entry.indirect_blocks;
+      result->indirectly_lost_bytes += block.size;
     }
-    result->lost_bytes += entry.bytes;
-    result->indirectly_lost_bytes += entry.indirect_bytes;
   }
-  result->memory_bytes += scratch.bytes + counters.bytes;
-  scratch.unmap();
-  counters.unmap();
+  result->memory_bytes += slot_of.bytes + entries.bytes;
+  slot_of.unmap();
   result->lost = entries.items;
-  result->lost_count = merged;
+  result->lost_count = distinct;
   result->lost_mapped = entries.bytes;
 }
 
