@@ -135,12 +135,14 @@ const char* runtime_residue(const std::vector<SymbolizedFrame>& frames) {
 
 const char* lost_residue(const std::vector<SymbolizedFrame>& frames, const FrameRoles& roles) {
   if (const char* residue = runtime_residue(frames)) return residue;
+  bool native_below = false;  // the native code that made the block: a stack without it tells nothing
   for (const SymbolizedFrame& frame : frames) {
     if (frame.address == internal::kImportFrame || !frame.language.empty()) {
-      return "the interpreter's or a framework's own (lost beneath interpreted code, which cannot lose a block)";
+      return native_below ? "the interpreter's or a framework's own (lost beneath interpreted code, which cannot lose a block)"
+                          : nullptr;
     }
-    if (internal::is_startup_marker(frame.address)) return nullptr;
-    if (roles.is_user(frame)) return nullptr;
+    if (internal::is_startup_marker(frame.address) || roles.is_user(frame)) return nullptr;
+    native_below = true;
   }
   return nullptr;
 }

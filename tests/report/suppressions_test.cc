@@ -111,6 +111,8 @@ TEST(LostResidue, LossesBeneathInterpretedCodeWithNoNativeFrameOfTheProgramAreTh
   // A native program's own loss.
   EXPECT_EQ(lost_residue({frame("make_node", "/srv/bin/server"), frame("main", "/srv/bin/server")}, FrameRoles("", "/srv/bin/server")),
             nullptr);
+  // A stack of interpreted frames only says nothing of the native code that made the block.
+  EXPECT_EQ(lost_residue({python_frame("handle", "/srv/app.py")}, roles), nullptr);
   // runtime_residue()'s reasons hold too.
   EXPECT_NE(lost_residue({frame("_dl_allocate_tls", "/lib64/ld-linux-x86-64.so.2")}, roles), nullptr);
 }
