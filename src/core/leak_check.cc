@@ -362,7 +362,15 @@ int scan_paused(struct dl_phdr_info*, size_t, void* context) {
     uint32_t paused = 0;
     for (uint32_t i = 0; i < world.count; ++i) {
       const PausedThread& thread = world.threads[i];
-      if (__atomic_load_n(&thread.state, __ATOMIC_ACQUIRE) != static_cast<uint32_t>(PausedState::kPaused)) continue;
+      uint32_t state = __atomic_load_n(&thread.state, __ATOMIC_ACQUIRE);
+      if (state == static_cast<uint32_t>(PausedState::kSignalled) && thread.waiting_stack_pointer != 0) {
+        // Not paused, but waiting in the kernel: its stack, up to the top of its mapping (for a
+        // thread glibc started, its TLS and TCB with it); its registers are beyond reach.
+        add_stack(stack_range(thread.waiting_stack_pointer, 0, scan->tls, maps, marking, blocks.items));
+        ++result->threads_scanned_waiting;
+        continue;
+      }
+      if (state != static_cast<uint32_t>(PausedState::kPaused)) continue;
       ++paused;
       marking.scan_root(reinterpret_cast<uintptr_t>(thread.registers),
                         reinterpret_cast<uintptr_t>(thread.registers + kSavedRegisterWords));

@@ -67,6 +67,7 @@ struct LeakCheckResult {
   uint64_t stopped_ns = 0;
   uint32_t threads_paused = 0;  // the scanning thread included when it is the program's
   uint32_t threads_missed = 0;
+  uint32_t threads_scanned_waiting = 0;  // of the missed, those whose stack was scanned where they wait in the kernel
   uint64_t blocks = 0, bytes = 0;
   uint64_t root_bytes = 0;
   uint64_t memory_bytes = 0;

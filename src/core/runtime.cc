@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 
 #include "core/alloc_table.h"
+#include "core/environment.h"
 #include "core/epoch.h"
 #include "core/internal_alloc.h"
 #include "core/interpreter.h"
@@ -177,7 +178,7 @@ void remove_self_from_preload() {
   if (used == 0) {
     unsetenv("LD_PRELOAD");
   } else {
-    setenv("LD_PRELOAD", kept, 1);
+    environment_set("LD_PRELOAD", kept, true);
   }
 }
 
@@ -288,12 +289,17 @@ int64_t leak_check_locked(LeakCheckTrigger trigger, SnapshotReason reason, const
     return -1;
   }
   if (result.threads_missed != 0) {
-    char text[256];
+    char text[512];
     snprintf(text, sizeof(text),
              "leak check: %u thread%s could not be paused (blocking signal %d, stop_signal, or stuck): blocks only %s may "
              "show as lost",
              result.threads_missed, result.threads_missed == 1 ? "" : "s", g_options.stop_signal,
              result.threads_missed == 1 ? "it holds" : "they hold");
+    if (result.threads_scanned_waiting != 0) {
+      size_t used = strlen(text);
+      snprintf(text + used, sizeof(text) - used, " in registers (%u scanned from where %s in a system call)",
+               result.threads_scanned_waiting, result.threads_scanned_waiting == 1 ? "it waits" : "they wait");
+    }
     report("warning: ", text);
   }
   int64_t lost = static_cast<int64_t>(result.lost_bytes + result.indirectly_lost_bytes);
@@ -514,7 +520,7 @@ bool runtime_start() {
   if (!descendant) {
     char pid_text[32];
     snprintf(pid_text, sizeof(pid_text), "%d", g_pid);
-    setenv(kLineageVariable, pid_text, 1);
+    environment_set(kLineageVariable, pid_text, true);
   }
   if (!g_options.follow_exec) remove_self_from_preload();
   if (!open_stream(descendant, descendant ? sys::get_ppid() : 0, sys::monotonic_ns())) return false;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <ucontext.h>
 
@@ -133,7 +134,6 @@ void wait_for_pauses(const StoppedWorld& world, uint64_t deadline) {
   }
 }
 
-}  // namespace
 
 // count_threads() is the number of threads /proc/self/task lists now, or -1.
 int count_threads() {
@@ -152,6 +152,32 @@ int count_threads() {
   sys::close_file(fd);
   return count;
 }
+
+// waiting_stack_pointer() reads the stack pointer of thread `tid` from the kernel, which gives it
+// while the thread is in a system call ("NR ARGS... SP PC", or "-1 SP PC" when blocked elsewhere);
+// 0 while it runs.
+uintptr_t waiting_stack_pointer(pid_t tid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+  char text[256];
+  long length = sys::read_small_file(path, text, sizeof(text));
+  if (length <= 0 || strncmp(text, "running", 7) == 0) return 0;
+  const char* fields[16];  // the last two are SP and PC
+  int count = 0;
+  for (long i = 0; i < length && count < 16; ++i) {
+    if (text[i] != ' ' && text[i] != '\n' && (i == 0 || text[i - 1] == ' ')) fields[count++] = text + i;
+  }
+  if (count < 3 || strncmp(fields[count - 2], "0x", 2) != 0) return 0;
+  uintptr_t value = 0;
+  for (const char* c = fields[count - 2] + 2; *c != ' ' && *c != '\0' && *c != '\n'; ++c) {
+    int digit = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
+    if (digit < 0) return 0;
+    value = value << 4 | static_cast<uintptr_t>(digit);
+  }
+  return value;
+}
+
+}  // namespace
 
 bool world_stop(int signal_number, pid_t also_running, StoppedWorld* world) {
   *world = StoppedWorld{};
@@ -196,6 +222,7 @@ bool world_stop(int signal_number, pid_t also_running, StoppedWorld* world) {
       thread.state = static_cast<uint32_t>(PausedState::kGone);  // it exited before taking the signal
     } else {
       ++world->missed;
+      thread.waiting_stack_pointer = waiting_stack_pointer(thread.tid);
     }
   }
   world->missed += unlisted;

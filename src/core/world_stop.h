@@ -8,7 +8,8 @@
 // /proc/self/task again until a pass finds no thread not yet signalled (threads created meanwhile).
 // A thread that does not answer in time (it blocks the signal, or is stuck in the kernel) is
 // counted as missed; the handler then stays installed, as a no-op, so that the signal reaching it
-// later ends nothing.
+// later ends nothing. Where such a thread waits in a system call (a sigwait loop), the kernel
+// still tells its stack pointer, so its stack can be scanned; its registers cannot.
 //
 // The caller takes the locks the paused threads could hold and it needs (the allocation table's)
 // before stopping, and allocates nothing through libc while they are paused.
@@ -31,6 +32,9 @@ enum class PausedState : uint32_t { kSignalled = 0, kPaused = 1, kGone = 2 };
 struct PausedThread {
   pid_t tid;
   uint32_t state;        // PausedState, written by the thread's handler
+  // Of a thread that never paused: its stack pointer as the kernel reports it while the thread
+  // waits in a system call (/proc/self/task/TID/syscall), or 0 when it is running.
+  uintptr_t waiting_stack_pointer;
   uintptr_t stack_pointer;
   uintptr_t thread_pointer;  // %fs base: the thread's TCB, its static TLS below it
   uint64_t registers[kSavedRegisterWords];

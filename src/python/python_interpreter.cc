@@ -17,6 +17,7 @@
 
 #include <atomic>
 
+#include "core/environment.h"
 #include "core/interpreter.h"
 #include "core/runtime.h"
 #include "python/python_frames.h"
@@ -81,7 +82,7 @@ void put_on_python_path(const char* directory) {
   char path[8192];
   int written = existing != nullptr && existing[0] != '\0' ? snprintf(path, sizeof(path), "%s:%s", directory, existing)
                                                           : snprintf(path, sizeof(path), "%s", directory);
-  if (written > 0 && static_cast<size_t>(written) < sizeof(path)) setenv("PYTHONPATH", path, 1);
+  if (written > 0 && static_cast<size_t>(written) < sizeof(path)) environment_set("PYTHONPATH", path, true);
 }
 
 bool attach_in(void* scope, bool at_start) {
@@ -102,7 +103,7 @@ bool attach_in(void* scope, bool at_start) {
   // objects of 512 bytes or less would be carved out of arenas and a leak of them would show as
   // arena growth wherever the arena happened to be opened. A user's own setting is kept; sampled
   // mode, which is for production, keeps pymalloc's speed (docs/PYTHON.md gives both costs).
-  if (at_start && options.python_malloc && options.sample == 0) setenv("PYTHONMALLOC", "malloc", 0);
+  if (at_start && options.python_malloc && options.sample == 0) environment_set("PYTHONMALLOC", "malloc", false);
   char directory[4096];
   if (at_start && options.python_threads && python_directory(directory, sizeof(directory))) put_on_python_path(directory);
   return true;

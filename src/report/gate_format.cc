@@ -84,7 +84,7 @@ std::string gate_text(const RunAnalysis& analysis, const GateResult& result, con
     for (const LostGroup& group : result.lost) out += lost_line(group);
     for (const LostGroup& group : result.lost_left_out) out += lost_line(group);
     if (check->threads_missed != 0) {
-      out += wrap(fmt::format("note: {} thread{} could not be stopped for the leak check: blocks only they point to count as lost",
+      out += wrap(fmt::format("note: {} thread{} could not be stopped for the leak check: blocks only they point to may count as lost",
                               check->threads_missed, check->threads_missed == 1 ? "" : "s"),
                   "   ", "");
     }

@@ -105,9 +105,9 @@ std::string leak_check_text(const LeakCheck& check) {
   std::string out = wrap(text, "   ", "");
   if (check.threads_missed != 0) {
     bool one = check.threads_missed == 1;
-    out += wrap(fmt::format("warning: {} thread{} could not be stopped in time: {} not scanned, so blocks only {} to "
-                            "show as lost",
-                            check.threads_missed, one ? "" : "s", one ? "its stack and registers were" : "their stacks and registers were",
+    out += wrap(fmt::format("warning: {} thread{} could not be stopped in time: {} registers were not scanned, nor {} "
+                            "unless waiting in a system call, so blocks only {} to may show as lost",
+                            check.threads_missed, one ? "" : "s", one ? "its" : "their", one ? "its stack" : "their stacks",
                             one ? "it points" : "they point"),
                 "   ", "");
   }

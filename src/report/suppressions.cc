@@ -133,6 +133,13 @@ const char* runtime_residue(const std::vector<SymbolizedFrame>& frames) {
   return nullptr;
 }
 
+// is_foreign_call() tells the modules through which interpreted code calls C functions itself
+// (ctypes, cffi: libffi), and so can lose what `malloc` returns to it.
+bool is_foreign_call(const std::string& module) {
+  std::string base = module_base_name(module);
+  return base.rfind("libffi", 0) == 0 || base.rfind("_ctypes", 0) == 0 || base.rfind("_cffi_backend", 0) == 0;
+}
+
 const char* lost_residue(const std::vector<SymbolizedFrame>& frames, const FrameRoles& roles) {
   if (const char* residue = runtime_residue(frames)) return residue;
   bool native_below = false;  // the native code that made the block: a stack without it tells nothing
@@ -141,7 +148,7 @@ const char* lost_residue(const std::vector<SymbolizedFrame>& frames, const Frame
       return native_below ? "the interpreter's or a framework's own (lost beneath interpreted code, which cannot lose a block)"
                           : nullptr;
     }
-    if (internal::is_startup_marker(frame.address) || roles.is_user(frame)) return nullptr;
+    if (internal::is_startup_marker(frame.address) || roles.is_user(frame) || is_foreign_call(frame.module)) return nullptr;
     native_below = true;
   }
   return nullptr;

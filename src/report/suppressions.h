@@ -67,7 +67,8 @@ class FrameRoles;
 // returns nullptr: runtime_residue()'s reasons, or blocks made beneath interpreted code with no
 // native frame of the program's own between (a reference CPython, torch or an installed extension
 // never released). Interpreted code cannot lose a block, so such a loss is never the program's,
-// though its reachable blocks at the same site (a list that grows) may be.
+// though its reachable blocks at the same site (a list that grows) may be -- unless it called the C
+// function itself, through ctypes or cffi (libffi), which is the program's loss.
 const char* lost_residue(const std::vector<SymbolizedFrame>& frames, const FrameRoles& roles);
 
 }  // namespace leakscope::report

@@ -111,6 +111,12 @@ TEST(LostResidue, LossesBeneathInterpretedCodeWithNoNativeFrameOfTheProgramAreTh
   // A native program's own loss.
   EXPECT_EQ(lost_residue({frame("make_node", "/srv/bin/server"), frame("main", "/srv/bin/server")}, FrameRoles("", "/srv/bin/server")),
             nullptr);
+  // Python code that calls malloc through ctypes can lose what it returns.
+  EXPECT_EQ(lost_residue({frame("ffi_call_unix64", "/usr/lib/x86_64-linux-gnu/libffi.so.8"),
+                          frame("_ctypes_callproc", "/usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so"),
+                          python_frame("global_malloc", "/srv/app.py")},
+                         roles),
+            nullptr);
   // A stack of interpreted frames only says nothing of the native code that made the block.
   EXPECT_EQ(lost_residue({python_frame("handle", "/srv/app.py")}, roles), nullptr);
   // runtime_residue()'s reasons hold too.

@@ -113,10 +113,11 @@ int prepare_check(const CheckOptions& options, PreparedCheck* prepared);
 
 // run_check() judges each stream of `files` and prints its gate; kOk when every one passes,
 // kLimitExceeded, or an error code. A stream that was not leak-checked cannot be held to max-lost:
-// an error, unless `unscanned_noted` (the streams of a `run --check`, where a process that ends by
-// _exit, a signal or exec never reaches the teardown mark its scan runs at: a gtest death test's
-// child), when a note says so and its other limits are judged.
-int run_check(const PreparedCheck& prepared, const std::vector<std::string>& files, bool unscanned_noted = false);
+// an error, unless `of_a_run` (the streams a `run --check` left, its command's first), where a
+// process that ends by _exit, a signal or exec never reaches the teardown mark its scan runs at (a
+// gtest death test's child): a note says so and its other limits are judged. There, too, a child's
+// stream without a snapshot (killed before its first) is skipped with a note.
+int run_check(const PreparedCheck& prepared, const std::vector<std::string>& files, bool of_a_run = false);
 
 int check_command(const CheckOptions& options);
 

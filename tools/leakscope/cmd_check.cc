@@ -178,9 +178,27 @@ int prepare_check(const CheckOptions& options, PreparedCheck* prepared) {
   return kOk;
 }
 
-int run_check(const PreparedCheck& prepared, const std::vector<std::string>& files, bool unscanned_noted) {
+namespace {
+
+// holds_a_snapshot() tells whether the stream at `path` has a snapshot to read.
+bool holds_a_snapshot(const std::string& path) {
+  try {
+    report::StreamReader reader(path);
+    return !reader.skim_snapshots().empty();
+  } catch (const report::StreamError&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+int run_check(const PreparedCheck& prepared, const std::vector<std::string>& files, bool of_a_run) {
   std::vector<std::pair<std::string, report::GateResult>> results;
   for (const std::string& file : files) {
+    if (of_a_run && file != files.front() && !holds_a_snapshot(file)) {
+      fmt::print(stderr, "leakscope check: {}: skipped: it holds no snapshot (the process ended before its first)\n", file);
+      continue;
+    }
     try {
       std::unique_ptr<report::RunAnalysis> analysis = report::analyze_run(file, prepared.analysis);
       if (analysis->damaged_spans != 0) {
@@ -191,9 +209,10 @@ int run_check(const PreparedCheck& prepared, const std::vector<std::string>& fil
       report::GateOptions gate;
       gate.limits = prepared.limits;
       if (prepared.limits.max_lost_bytes && !analysis->state.leak_check()) {
-        if (!unscanned_noted) {
-          throw report::StreamError(fmt::format("{}: was not leak-checked, so max-lost cannot judge it: record it with "
-                                                "leak_check=1 (leakscope run --leak-check, or --check)",
+        if (!of_a_run) {
+          throw report::StreamError(fmt::format("{}: holds no leak check, so max-lost cannot judge it: the process was "
+                                                "recorded without leak_check=1 (leakscope run --leak-check, or --check), or "
+                                                "ended by _exit, a signal or exec before its teardown mark",
                                                 file));
         }
         fmt::print(stderr, "leakscope check: {}: not leak-checked (the process ended by _exit, a signal or exec, before "
