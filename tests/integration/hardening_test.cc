@@ -428,5 +428,14 @@ TEST(HonestRun, OutputThatIsADirectoryIsRefusedBeforeTheCommandStarts) {
   EXPECT_NE(run.err.find("is a directory"), std::string::npos) << run.err;
 }
 
+TEST(HonestRun, TheProgramsExceptionsUnwindThroughItsOwnUnwinder) {
+  // libunwind, which leakscope needs, also defines _Unwind_*; the program must keep libgcc_s's.
+  Outcome plain = run_program({fixture("forced_unwind_in_noexcept")});
+  ASSERT_EQ(plain.exit_code, 128 + SIGABRT) << plain.err;
+  Outcome traced = leakscope({"run", "-o", scratch_dir() + "/unwind.lsc", "--", fixture("forced_unwind_in_noexcept")});
+  EXPECT_EQ(traced.exit_code, plain.exit_code) << traced.err;
+  EXPECT_EQ(traced.out, plain.out);
+}
+
 }  // namespace
 }  // namespace leakscope::testing
