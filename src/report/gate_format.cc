@@ -112,7 +112,8 @@ std::string gate_text(const RunAnalysis& analysis, const GateResult& result, con
   if (failed == 0) {
     out += fmt::format("leakscope check: passed ({} check{})\n", result.checks.size(), result.checks.size() == 1 ? "" : "s");
   } else {
-    out += fmt::format("leakscope check: FAILED ({} of {} checks)\n", failed, result.checks.size());
+    out += fmt::format("leakscope check: FAILED ({} of {} check{})\n", failed, result.checks.size(),
+                       result.checks.size() == 1 ? "" : "s");
   }
   return out;
 }

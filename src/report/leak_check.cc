@@ -96,9 +96,10 @@ std::string leak_check_text(const LeakCheck& check) {
   }
   std::string lost = lost_text(lost_in(check));
   std::string text = fmt::format(
-      "leak check {} at {}: {} thread{} stopped for {:.1f} ms; {} live blocks ({}) scanned from {} of roots{}; {}", trigger,
+      "leak check {} at {}: {} thread{} stopped for {:.1f} ms; {} live block{} ({}) scanned from {} of roots{}; {}", trigger,
       format_seconds(check.time_ns), check.threads_stopped, check.threads_stopped == 1 ? "" : "s",
-      static_cast<double>(check.stopped_ns) / 1e6, check.blocks, format_bytes(static_cast<int64_t>(check.bytes)),
+      static_cast<double>(check.stopped_ns) / 1e6, check.blocks, check.blocks == 1 ? "" : "s",
+      format_bytes(static_cast<int64_t>(check.bytes)),
       format_bytes(static_cast<int64_t>(check.root_bytes)),
       (check.flags & internal::kLeakCheckMmapRoots) != 0 ? " (the program's anonymous mappings among them)" : "",
       lost.empty() ? "nothing lost" : lost);

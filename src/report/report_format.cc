@@ -75,7 +75,7 @@ std::string lost_finding_text(const RunAnalysis& analysis, const std::string& wh
   std::string when = leak_check_when(*analysis.state.leak_check());
   std::string text;
   if (lost.bytes != 0 || lost.blocks != 0) {
-    text = fmt::format("{} at {} — no pointer to them from anywhere {}", lost_blocks_text(lost.bytes, lost.blocks), where, when);
+    text = fmt::format("{} at {} — no pointer to them from any root or block scanned {}", lost_blocks_text(lost.bytes, lost.blocks), where, when);
     if (lost.indirect_bytes != 0 || lost.indirect_blocks != 0) {
       text += fmt::format("; {} more only through them", lost_blocks_text(lost.indirect_bytes, lost.indirect_blocks));
     }

@@ -251,9 +251,9 @@ TEST(LeakCheck, ReportJsonCarriesTheScanTheFiguresAndTheLostFindings) {
   ASSERT_EQ(lost.size(), 2u) << document["findings"].dump();
   expect_lost(lost[0], 1024, 1, 2048, 2);
   EXPECT_EQ(lost[0]["text"],
-            "1,024 B in 1 block at add_child (pointer_to_self.py:30) — no pointer to them from anywhere at exit; 2,048 B in 2 "
+            "1,024 B in 1 block at add_child (pointer_to_self.py:30) — no pointer to them from any root or block scanned at exit; 2,048 B in 2 "
             "blocks more only through them");
-  EXPECT_EQ(lost[1]["text"], "1,337 B in 1 block at make_node (pointer_to_self.py:12) — no pointer to them from anywhere at exit");
+  EXPECT_EQ(lost[1]["text"], "1,337 B in 1 block at make_node (pointer_to_self.py:12) — no pointer to them from any root or block scanned at exit");
   for (const nlohmann::json& group : document["groups"]) {
     if (group["id"] == lost[1]["group"]) EXPECT_EQ(group["first_user_frame"]["function"], "make_node");
   }
@@ -266,7 +266,7 @@ TEST(LeakCheck, ReportTextSaysTheRunWasScannedAndShowsLostBesideTheVerdicts) {
                       "scanned from 4.00 KiB of roots; directly lost 75,065 B in 3 blocks, indirectly lost 2,048 B in 2 "),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("\nLost: 1,337 B in 1 block at make_node (pointer_to_self.py:12) — no pointer to them from anywhere at "
+  EXPECT_NE(text.find("\nLost: 1,337 B in 1 block at make_node (pointer_to_self.py:12) — no pointer to them from any root or block scanned at "
                       "exit\n"),
             std::string::npos)
       << text;
@@ -373,7 +373,7 @@ TEST(LeakCheck, SiteLostAtTheScanButNotLiveAtTheJudgedSnapshotStillShows) {
   EXPECT_EQ(document["leak_check"]["trigger"], "request");
   EXPECT_EQ(entry_named(document["sites"], "add_child")["from_leak_check"], true);
   EXPECT_NE(unwrapped(report_text(*analysis, ReportOptions{})).find("\nLost: 1,024 B in 1 block at add_child (pointer_to_self.py:30) — no "
-                                                         "pointer to them from anywhere at the leak check at 2.0 s;"),
+                                                         "pointer to them from any root or block scanned at the leak check at 2.0 s;"),
             std::string::npos);
 }
 
@@ -427,7 +427,7 @@ TEST(LeakCheck, GroupsOfOneFrameToldApartByTheirCallersAreOnePlaceInTheText) {
   std::unique_ptr<RunAnalysis> analysis = analyze(one_frame_two_callers_stream());
   ASSERT_EQ(analysis->lost_groups.size(), 2u);
   std::string text = unwrapped(report_text(*analysis, ReportOptions{}));
-  EXPECT_NE(text.find("\nLost: 300 B in 2 blocks at make_node (pointer_to_self.py:12) — no pointer to them from anywhere at "
+  EXPECT_NE(text.find("\nLost: 300 B in 2 blocks at make_node (pointer_to_self.py:12) — no pointer to them from any root or block scanned at "
                       "exit\n"),
             std::string::npos)
       << text;
