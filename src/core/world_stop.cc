@@ -78,13 +78,13 @@ bool already_listed(const StoppedWorld& world, pid_t tid) {
   return false;
 }
 
-// signal_new_threads() signals every thread of /proc/self/task not yet listed; returns how many
-// it found, or -1 when the directory cannot be read.
-int signal_new_threads(StoppedWorld* world, pid_t self, pid_t also_running, uint32_t capacity, uint32_t* unlisted) {
+// list_threads() calls visit(tid) for each thread /proc/self/task lists; false when it cannot
+// be read.
+template <typename Visit>
+bool list_threads(Visit&& visit) {
   int fd = sys::open_file("/proc/self/task", O_RDONLY | O_DIRECTORY, 0);
-  if (fd < 0) return -1;
+  if (fd < 0) return false;
   alignas(8) char buffer[4096];
-  int found = 0;
   long filled;
   while ((filled = sys::read_directory_entries(fd, buffer, sizeof(buffer))) > 0) {
     for (long offset = 0; offset < filled;) {
@@ -96,22 +96,32 @@ int signal_new_threads(StoppedWorld* world, pid_t self, pid_t also_running, uint
         if (*c < '0' || *c > '9') number = false;
         tid = tid * 10 + (*c - '0');
       }
-      if (!number || tid == self || tid == also_running || already_listed(*world, tid)) continue;
-      if (world->count >= capacity) {
-        ++*unlisted;
-        continue;
-      }
-      PausedThread& thread = world->threads[world->count];
-      thread.tid = tid;
-      thread.state = static_cast<uint32_t>(PausedState::kSignalled);
-      uint64_t value = static_cast<uint64_t>(static_cast<uint32_t>(g_generation)) << 32 | world->count;
-      ++world->count;
-      ++found;
-      if (sys::queue_signal(tid, g_stop_signal, value) != 0) thread.state = static_cast<uint32_t>(PausedState::kGone);
+      if (number) visit(tid);
     }
   }
   sys::close_file(fd);
-  return filled < 0 ? -1 : found;
+  return filled == 0;
+}
+
+// signal_new_threads() signals every thread of /proc/self/task not yet listed; returns how many
+// it found, or -1 when the directory cannot be read.
+int signal_new_threads(StoppedWorld* world, pid_t self, pid_t also_running, uint32_t capacity, uint32_t* unlisted) {
+  int found = 0;
+  bool listed = list_threads([&](pid_t tid) {
+    if (tid == self || tid == also_running || already_listed(*world, tid)) return;
+    if (world->count >= capacity) {
+      ++*unlisted;
+      return;
+    }
+    PausedThread& thread = world->threads[world->count];
+    thread.tid = tid;
+    thread.state = static_cast<uint32_t>(PausedState::kSignalled);
+    uint64_t value = static_cast<uint64_t>(static_cast<uint32_t>(g_generation)) << 32 | world->count;
+    ++world->count;
+    ++found;
+    if (sys::queue_signal(tid, g_stop_signal, value) != 0) thread.state = static_cast<uint32_t>(PausedState::kGone);
+  });
+  return listed ? found : -1;
 }
 
 uint32_t count_in_state(const StoppedWorld& world, PausedState state) {
@@ -137,20 +147,8 @@ void wait_for_pauses(const StoppedWorld& world, uint64_t deadline) {
 
 // count_threads() is the number of threads /proc/self/task lists now, or -1.
 int count_threads() {
-  int fd = sys::open_file("/proc/self/task", O_RDONLY | O_DIRECTORY, 0);
-  if (fd < 0) return -1;
-  alignas(8) char buffer[4096];
   int count = 0;
-  long filled;
-  while ((filled = sys::read_directory_entries(fd, buffer, sizeof(buffer))) > 0) {
-    for (long offset = 0; offset < filled;) {
-      auto* entry = reinterpret_cast<const DirectoryEntry*>(buffer + offset);
-      offset += entry->length;
-      count += entry->name[0] >= '0' && entry->name[0] <= '9';
-    }
-  }
-  sys::close_file(fd);
-  return count;
+  return list_threads([&](pid_t) { ++count; }) ? count : -1;
 }
 
 // waiting_stack_pointer() reads the stack pointer of thread `tid` from the kernel, which gives it

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "harness.h"
+#include "support/unwrapped.h"
 
 namespace leakscope::testing {
 namespace {
@@ -22,21 +23,6 @@ bool has_line(const std::string& text, const std::string& line) {
   return text.find(line + "\n") != std::string::npos;
 }
 
-// unwrapped() joins the lines that text output wrapped at 100 columns (a continuation starts with
-// three spaces or more), so that a check finds a long line whole.
-std::string unwrapped(const std::string& text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text.compare(i, 4, "\n   ") == 0) {
-      while (i + 1 < text.size() && text[i + 1] == ' ') ++i;
-      out += ' ';
-      continue;
-    }
-    out += text[i];
-  }
-  return out;
-}
-
 TEST(Check, SteadyLeakFailsWithOneLineNamingItAndPassesAtItsExactSize) {
   std::string file = steady_leak_stream();
   Outcome gate = leakscope({"check", file});
@@ -46,7 +32,7 @@ TEST(Check, SteadyLeakFailsWithOneLineNamingItAndPassesAtItsExactSize) {
   EXPECT_NE(unwrapped(gate.out).find("FAIL max-leaked: 1000.00 KiB leaked in 1 group > 0 B (largest: parse_record (steady_leak_ci.c:17)"),
             std::string::npos)
       << gate.out;
-  EXPECT_TRUE(has_line(gate.out, "leakscope check: FAILED (1 of 1 checks)")) << gate.out;
+  EXPECT_TRUE(has_line(gate.out, "leakscope check: FAILED (1 of 1 check)")) << gate.out;
 
   Outcome exact = leakscope({"check", file, "--max-leaked", "1000KiB"});  // 1,024,000 bytes: within
   EXPECT_EQ(exact.exit_code, 0) << exact.out;
@@ -188,7 +174,7 @@ TEST(Check, BadLimitsAndInputsGetOneLineAndTheirExitCode) {
       {{"check", file, "--max-leak-rate", "300000000GiB/s"}, 2, "max-leak-rate: not a rate"},
       {{"check", file, "--max-lost", "lots"}, 2, "max-lost: not a size (such as 512, 64KiB, 1MiB, 2GiB): lots"},
       // A run that was not leak-checked has no lost bytes to hold.
-      {{"check", file, "--max-lost", "0"}, 3, "was not leak-checked, so max-lost cannot judge it"},
+      {{"check", file, "--max-lost", "0"}, 3, "holds no leak check, so max-lost cannot judge it"},
       {{"check", garbage}, 3, garbage},
       {{"check", scratch_dir() + "/missing.lsc"}, 3, "missing.lsc"},
   };

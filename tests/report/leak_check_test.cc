@@ -23,6 +23,7 @@
 #include "report/report_format.h"
 #include "report/run_state.h"
 #include "support/stream_builder.h"
+#include "support/unwrapped.h"
 
 namespace leakscope::report {
 namespace {
@@ -116,21 +117,6 @@ std::string load_error(const std::string& bytes) {
   }
   std::filesystem::remove(path);
   return error;
-}
-
-// unwrapped() joins the lines that text output wrapped at 100 columns (a continuation starts with
-// three spaces or more), so that a check finds a long line whole.
-std::string unwrapped(const std::string& text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text.compare(i, 4, "\n   ") == 0) {
-      while (i + 1 < text.size() && text[i + 1] == ' ') ++i;
-      out += ' ';
-      continue;
-    }
-    out += text[i];
-  }
-  return out;
 }
 
 std::unique_ptr<RunAnalysis> analyze(const std::string& bytes) {
