@@ -77,7 +77,7 @@ bool parse_signal(const char* text, size_t length, OptionSignal* out) {
     if (!parse_count(text, length, &offset) || offset > SIGRTMAX) return false;
     number = static_cast<int>(offset);
     if (number == 0) return *out = 0, true;
-    if (number > __SIGRTMIN && number < SIGRTMIN) return false;
+    if (number >= __SIGRTMIN && number < SIGRTMIN) return false;  // glibc's own
   } else {
     for (const auto& name : kNames) {
       if (strlen(name.name) == length && memcmp(name.name, text, length) == 0) number = name.number;

@@ -106,7 +106,8 @@ TEST(Options, SignalsAreReadByNameNumberOrRealTimeOffset) {
   EXPECT_EQ(parsed(nullptr).leak_check_signal, 0);
   std::string error;
   for (const char* bad : {"leak_check_signal=SIGKILL", "leak_check_signal=9", "leak_check_signal=SIGNOPE",
-                          "stop_signal=SIGRTMAX-99", "stop_signal=0", "leak_check_signal=SIGRTMAX-2"}) {
+                          "stop_signal=SIGRTMAX-99", "stop_signal=0", "stop_signal=32", "stop_signal=33",
+                          "leak_check_signal=SIGRTMAX-2"}) {
     parsed(bad, &ok, &error);
     EXPECT_FALSE(ok) << bad;
     EXPECT_FALSE(error.empty()) << bad;
