@@ -195,37 +195,21 @@ void mark_readable(ScanBlock* blocks, size_t count, const ProcessMaps& maps) {
     ScanBlock& block = blocks[i];
     uintptr_t end = block.begin + block.size;
     while (mapping != maps.end() && mapping->end <= block.begin) ++mapping;
-    bool readable = true;
     uintptr_t covered = block.begin;
     for (const Mapping* m = mapping; m != maps.end() && covered < end; ++m) {
       if (m->begin > covered || !m->readable) break;
       covered = m->end;
     }
-    readable = covered >= end;
-    block.readable = readable;
+    block.readable = covered >= end;
   }
 }
 
 // scan_readable() scans the parts of [begin, end) that are mapped readable.
 void scan_readable(ReachabilityScan& marking, const ProcessMaps& maps, uintptr_t begin, uintptr_t end, bool allocator_data) {
-  while (begin < end) {
-    const Mapping* mapping = maps.find(begin);
-    if (mapping == nullptr) {
-      // Skip to the next mapping after `begin`.
-      const Mapping* next = nullptr;
-      for (const Mapping* m = maps.begin(); m != maps.end(); ++m) {
-        if (m->begin > begin) {
-          next = m;
-          break;
-        }
-      }
-      if (next == nullptr || next->begin >= end) return;
-      begin = next->begin;
-      continue;
-    }
-    uintptr_t stop = mapping->end < end ? mapping->end : end;
-    if (mapping->readable) marking.scan_root(begin, stop, allocator_data);
-    begin = stop;
+  for (const Mapping* mapping = maps.first_ending_after(begin); mapping != maps.end() && mapping->begin < end; ++mapping) {
+    if (!mapping->readable) continue;
+    uintptr_t from = mapping->begin > begin ? mapping->begin : begin;
+    marking.scan_root(from, mapping->end < end ? mapping->end : end, allocator_data);
   }
 }
 

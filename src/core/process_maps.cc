@@ -97,7 +97,7 @@ void ProcessMaps::release() {
   text_capacity_ = capacity_ = count_ = 0;
 }
 
-const Mapping* ProcessMaps::find(uintptr_t address) const {
+const Mapping* ProcessMaps::first_ending_after(uintptr_t address) const {
   size_t low = 0, high = count_;
   while (low < high) {
     size_t middle = (low + high) / 2;
@@ -107,7 +107,12 @@ const Mapping* ProcessMaps::find(uintptr_t address) const {
       high = middle;
     }
   }
-  return low < count_ && mappings_[low].begin <= address ? &mappings_[low] : nullptr;
+  return mappings_ + low;
+}
+
+const Mapping* ProcessMaps::find(uintptr_t address) const {
+  const Mapping* mapping = first_ending_after(address);
+  return mapping != end() && mapping->begin <= address ? mapping : nullptr;
 }
 
 }  // namespace leakscope::internal

@@ -34,8 +34,10 @@ class ProcessMaps {
   const Mapping* begin() const { return mappings_; }
   const Mapping* end() const { return mappings_ + count_; }
   size_t count() const { return count_; }
-  // find() is the mapping holding `address`, or nullptr.
+  // find() is the mapping holding `address`, or nullptr; first_ending_after() the first mapping
+  // that ends above `address` (the one holding it, or else the next one), or end().
   const Mapping* find(uintptr_t address) const;
+  const Mapping* first_ending_after(uintptr_t address) const;
   // mapped_bytes() is the memory this list took.
   size_t mapped_bytes() const { return text_capacity_ + capacity_ * sizeof(Mapping); }
 

@@ -41,8 +41,7 @@ size_t ReachabilityScan::find(uintptr_t address) const {
   return address < block_end(block) ? low - 1 : SIZE_MAX;
 }
 
-void ReachabilityScan::mark(uintptr_t value, size_t from_block) {
-  size_t index = find(value);
+void ReachabilityScan::mark(size_t index, size_t from_block) {
   if (index == SIZE_MAX || index == from_block) return;
   ScanBlock& block = blocks_[index];
   if (indirect_pass_) {
@@ -66,14 +65,13 @@ void ReachabilityScan::scan_words(uintptr_t begin, uintptr_t end, size_t from_bl
   for (; word + 8 <= end; word += 8) {
     uintptr_t value = *reinterpret_cast<const uintptr_t*>(word);
     if (value < kLowestPointer || value < lowest_ || value >= highest_) continue;
-    if (allocator_data && value % 16 == 0) {
-      size_t index = find(value);
-      // The next chunk's header is at least 16 bytes past the block's start (glibc's smallest chunk is 32).
-      if (index != SIZE_MAX && value >= blocks_[index].begin + 16 && value + 8 >= blocks_[index].begin + blocks_[index].size) {
-        continue;
-      }
+    size_t index = find(value);
+    // The next chunk's header is at least 16 bytes past the block's start (glibc's smallest chunk is 32).
+    if (allocator_data && index != SIZE_MAX && value % 16 == 0 && value >= blocks_[index].begin + 16 &&
+        value + 8 >= blocks_[index].begin + blocks_[index].size) {
+      continue;
     }
-    mark(value, from_block);
+    mark(index, from_block);
   }
 }
 

@@ -64,7 +64,7 @@ class ReachabilityScan {
   uint64_t root_bytes() const { return root_bytes_; }
 
  private:
-  void mark(uintptr_t value, size_t from_block);
+  void mark(size_t index, size_t from_block);
   void scan_words(uintptr_t begin, uintptr_t end, size_t from_block, bool allocator_data);
 
   ScanBlock* blocks_;
