@@ -19,6 +19,14 @@ void print_options() {
 #undef LS_OPTION
 }
 
+// domain_name() is the DESIGN.md name of a domain as driver_calls.inc spells it.
+const char* domain_name(const char* row) {
+  if (std::strcmp(row, "Cuda") == 0) return "cuda";
+  if (std::strcmp(row, "CudaHost") == 0) return "cuda_host";
+  if (std::strcmp(row, "CudaManaged") == 0) return "cuda_managed";
+  return row;
+}
+
 void print_hooks() {
   std::puts("# Interposed functions\n");
   std::puts("Every function libleakscope.so exports in place of libc's. Required functions must be found");
@@ -32,6 +40,20 @@ void print_hooks() {
 #include "interpose/hooks.inc"
 #undef LS_HOOK_MANUAL
 #undef LS_HOOK
+  std::puts("\n## CUDA driver calls\n");
+  std::puts("With the `cuda` option, the CUDA driver's memory calls are followed through CUPTI's driver-API");
+  std::puts("callbacks (not interposed: the CUDA runtime reaches the driver through function pointers), and");
+  std::puts("the destruction of a context ends every block made in it. Generated from `src/cuda/driver_calls.inc`.\n");
+  std::puts("| driver call | domain | what is recorded |");
+  std::puts("|---|---|---|");
+#define LS_DRIVER_ALLOC(name, domain, address, size) \
+  std::printf("| `%s` | %s | at exit, on success: a block at `%s` of `%s` bytes |\n", #name, domain_name(#domain), #address, #size);
+#define LS_DRIVER_FREE(name, address) std::printf("| `%s` | | at entry: the block at `%s` ends |\n", #name, #address);
+#define LS_DRIVER_VMM(name, step, doc) std::printf("| `%s` | | %s |\n", #name, doc);
+#include "cuda/driver_calls.inc"
+#undef LS_DRIVER_ALLOC
+#undef LS_DRIVER_FREE
+#undef LS_DRIVER_VMM
 }
 
 void print_exit_codes() {

@@ -91,14 +91,18 @@ void report_unresolved(const char* symbol) {
   sys::write_stderr("; serving it with 64-byte aligned malloc\n");
 }
 
+// record_device_block() keeps a caching-allocator block in the device table, where the snapshot
+// finds the cuda segment it lies in (device_section.h): the allocator's reserve in use.
 void record_device_block(void* pointer, int64_t size, C10Device device) {
   if (device.type == kC10DeviceCpu || pointer == nullptr || size == 0) return;  // CPU: alloc_cpu saw it
   if (!hook_should_record()) return;
   Bookkeeping record;
+  uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
   if (size > 0) {
-    recorder_alloc(Domain::kC10Cuda, pointer, static_cast<size_t>(size));
+    recorder_device_alloc(DeviceBlock{address, static_cast<uint64_t>(size), address, 0, TripleId::kNone, Epoch{},
+                                      DeviceKey::kLayeredAddress, Domain::kC10Cuda, device.index});
   } else {
-    recorder_free(pointer);
+    recorder_device_free(DeviceKey::kLayeredAddress, address);
   }
 }
 

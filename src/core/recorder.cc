@@ -119,6 +119,12 @@ void count_freed(const AllocRecord& record, Epoch now) {
   triple_record_free(triple, weight.bytes, weight.blocks, record.birth, now);
 }
 
+// count_device_freed() counts a device block's end now (a reserved range is in no triple).
+void count_device_freed(const DeviceBlock& block, void*) {
+  if (block.kind == DeviceKey::kReservedRange) return;
+  if (TripleEntry* triple = triple_get_mutable(block.triple)) triple_record_free(triple, block.size, 1, block.birth, epoch_current());
+}
+
 // take_record() removes a heap block's record; in sampled mode most blocks have none, and the
 // filter says so without touching the table.
 bool take_record(void* pointer, AllocRecord* taken) {
@@ -213,6 +219,35 @@ bool recorder_take(void* pointer, AllocRecord* taken) {
 void recorder_count_freed(const AllocRecord& taken) { count_freed(taken, epoch_current()); }
 
 void recorder_restore(const AllocRecord& taken) { put_record(taken); }
+
+void recorder_device_alloc(DeviceBlock block) {
+  runtime_poll_teardown();
+  block.birth = epoch_current();
+  block.triple = TripleId::kNone;
+  if (block.kind != DeviceKey::kReservedRange) {
+    TripleEntry* triple = current_triple(block.domain, thread_current(), block.size);
+    if (triple == nullptr) return;
+    triple_record_alloc(triple, block.size, 1);  // device blocks are few: always recorded, never sampled
+    block.triple = static_cast<TripleId>(triple->id);
+  }
+  DeviceBlock replaced;
+  if (device_table_insert(block, &replaced)) count_device_freed(replaced, nullptr);
+}
+
+void recorder_device_free(DeviceKey kind, uint64_t key) {
+  runtime_poll_teardown();
+  DeviceBlock removed;
+  if (device_table_remove(kind, key, &removed)) count_device_freed(removed, nullptr);
+}
+
+void recorder_device_free_context(uint64_t context) {
+  runtime_poll_teardown();
+  device_table_remove_context(context, count_device_freed, nullptr);
+}
+
+void recorder_device_forget_all() {
+  device_table_remove_all(count_device_freed, nullptr);
+}
 
 void recorder_map(Domain domain, uintptr_t begin, size_t length, bool reserved) {
   recorder_unmap(begin, length);

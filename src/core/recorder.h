@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/alloc_table.h"
+#include "core/device_table.h"
 #include "core/interval_map.h"
 #include "core/runtime.h"
 #include "core/sampler.h"
@@ -79,6 +80,23 @@ struct TakenRange {
 void recorder_take_range(uintptr_t begin, size_t length, TakenRange* taken);
 void recorder_count_range_freed(const TakenRange& taken);
 void recorder_restore_range(const TakenRange& taken);
+
+// The device domains (device_table.h): a device block is counted like a heap block, on the
+// triple of the caller's stack, with its births and lifetimes.
+//
+// recorder_device_alloc() records `block` (key, kind, domain, size, begin, context, device given;
+// triple and birth filled here). A reserved range (DeviceKey::kReservedRange) is kept in no triple.
+void recorder_device_alloc(DeviceBlock block);
+
+// recorder_device_free() records the end of the block of `kind` at `key`, if it is tracked.
+void recorder_device_free(DeviceKey kind, uint64_t key);
+
+// recorder_device_free_context() ends every block of the driver's destroyed `context`.
+void recorder_device_free_context(uint64_t context);
+
+// recorder_device_forget_all() ends every device block, in a fork child: device memory is the
+// parent's, the child holds none of it. Call with the tables usable (after the fork handlers).
+void recorder_device_forget_all();
 
 // recorder_set_depth() sets the frames kept per stack (1..kMaxStackDepth).
 void recorder_set_depth(int depth);

@@ -10,7 +10,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 
+#include "core/accelerator.h"
 #include "core/alloc_table.h"
+#include "core/device_table.h"
 #include "core/environment.h"
 #include "core/epoch.h"
 #include "core/internal_alloc.h"
@@ -417,6 +419,7 @@ void fork_prepare() {
   task_registry_before_fork();
   thread_registry_before_fork();
   interval_map_before_fork();
+  device_table_before_fork();
   alloc_table_before_fork();
   internal_alloc_before_fork();
 }
@@ -425,6 +428,7 @@ void fork_parent() {
   internal_alloc_after_fork_parent();
   alloc_table_after_fork_parent();
   interval_map_after_fork_parent();
+  device_table_after_fork_parent();
   thread_registry_after_fork_parent();
   task_registry_after_fork_parent();
   triple_registry_after_fork_parent();
@@ -442,6 +446,7 @@ void fork_child() {
   internal_alloc_after_fork_child();
   alloc_table_after_fork_child();
   interval_map_after_fork_child();
+  device_table_after_fork_child();
   thread_registry_after_fork_child();
   task_registry_after_fork_child();
   triple_registry_after_fork_child();
@@ -449,6 +454,7 @@ void fork_child() {
   depot_after_fork_child();
   module_map_after_fork_child();
   g_snapshot_lock.reset_after_fork();
+  recorder_device_forget_all();  // device memory stays the parent's
 
   pid_t parent = g_pid;
   g_pid = sys::get_pid();
@@ -525,6 +531,7 @@ bool runtime_start() {
   if (!g_options.follow_exec) remove_self_from_preload();
   if (!open_stream(descendant, descendant ? sys::get_ppid() : 0, sys::monotonic_ns())) return false;
   pthread_atfork(fork_prepare, fork_parent, fork_child);
+  accelerator_start(g_options);
   start_writer_thread();
   return true;
 }

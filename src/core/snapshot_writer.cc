@@ -9,6 +9,9 @@
 #include "core/alloc_table.h"
 #include "core/checksum.h"
 #include "core/epoch.h"
+#include "core/frame_builder.h"
+#include "core/device_section.h"
+#include "core/device_table.h"
 #include "core/internal_alloc.h"
 #include "core/interpreter.h"
 #include "core/interval_map.h"
@@ -31,111 +34,6 @@
 
 namespace leakscope::internal {
 namespace {
-
-// FrameBuilder: a frame under construction in internal memory. A failed reservation makes the
-// builder sticky-failed; finish() then reports it and nothing is written.
-class FrameBuilder {
- public:
-  void start(FrameType type) {
-    bytes_.clear();
-    failed_ = !bytes_.resize(kFrameHeaderSize);
-    type_ = type;
-  }
-
-  void varint(uint64_t value) {
-    uint8_t* out = reserve(kMaxVarintSize);
-    if (out != nullptr) bytes_.commit_size(static_cast<size_t>(varint_put(out, value) - bytes_.data()));
-  }
-
-  void signed_varint(int64_t value) { varint(zigzag_encode(value)); }
-
-  void blob(const void* data, size_t size) {
-    varint(size);
-    uint8_t* out = reserve(size);
-    if (out == nullptr) return;
-    memcpy(out, data, size);
-    bytes_.commit_size(bytes_.size() + size);
-  }
-
-  void string(const char* text) { blob(text, strlen(text)); }
-
-  // A list section is written as tag, length, element count, elements. begin_list() returns a
-  // mark for end_list(), which fills in the length, or takes the whole section back when the
-  // list is empty: a snapshot in which nothing changed is a few dozen bytes.
-  struct SectionMark {
-    size_t start;    // where the tag begins
-    size_t content;  // where the content begins
-  };
-
-  SectionMark begin_list(SectionTag tag, uint64_t count) {
-    SectionMark mark{bytes_.size(), 0};
-    varint(static_cast<uint64_t>(tag));
-    uint8_t* out = reserve(kSectionLengthSize);
-    if (out == nullptr) return mark;
-    bytes_.commit_size(bytes_.size() + kSectionLengthSize);
-    mark.content = bytes_.size();
-    varint(count);
-    return mark;
-  }
-
-  void end_list(SectionMark mark, uint64_t count) {
-    if (failed_ || mark.content == 0) return;
-    if (count == 0) {
-      bytes_.commit_size(mark.start);
-      return;
-    }
-    varint_put_padded(bytes_.data() + mark.content - kSectionLengthSize, bytes_.size() - mark.content);
-  }
-
-  // begin_record() and end_record() frame a section that is always written (INFO).
-  SectionMark begin_record(SectionTag tag) {
-    SectionMark mark = begin_list(tag, 0);
-    if (mark.content != 0) bytes_.commit_size(mark.content);  // no element count
-    return mark;
-  }
-  void end_record(SectionMark mark) {
-    if (failed_ || mark.content == 0) return;
-    varint_put_padded(bytes_.data() + mark.content - kSectionLengthSize, bytes_.size() - mark.content);
-  }
-
-  // finish() fills the frame header; returns false if building ran out of memory.
-  bool finish() {
-    if (failed_) return false;
-    size_t payload = bytes_.size() - kFrameHeaderSize;
-    if (payload > kMaxFramePayload) return false;
-    uint8_t* header = bytes_.data();
-    le32_put(header, kFrameMarker);
-    le32_put(header + 4, static_cast<uint32_t>(type_));
-    le32_put(header + 8, static_cast<uint32_t>(payload));
-    uint32_t crc = crc32c_extend(0, header + 4, 8);
-    crc = crc32c_extend(crc, header + kFrameHeaderSize, payload);
-    le32_put(header + 12, crc);
-    return true;
-  }
-
-  const uint8_t* data() const { return bytes_.data(); }
-  size_t size() const { return bytes_.size(); }
-
-  // trim() gives back a buffer grown for an unusually large frame (the first snapshot of a process
-  // with hundreds of thousands of stacks), so it does not stay mapped for the rest of the run.
-  void trim() {
-    if (bytes_.size() > kKeptCapacity) bytes_.release();
-  }
-
- private:
-  uint8_t* reserve(size_t extra) {
-    if (failed_ || !bytes_.reserve(bytes_.size() + extra)) {
-      failed_ = true;
-      return nullptr;
-    }
-    return bytes_.data() + bytes_.size();
-  }
-
-  InternalArray<uint8_t> bytes_;
-  FrameType type_ = FrameType::kSnapshot;
-  bool failed_ = false;
-  static constexpr size_t kKeptCapacity = size_t{1} << 20;
-};
 
 // BirthMap: live bytes and blocks per (triple, birth epoch), open addressing, key 0 = empty.
 struct BirthCell {
@@ -315,6 +213,17 @@ void scan_intervals(const Interval* intervals, uint32_t count, void* data) {
     if (!g_writer.births.add(key, static_cast<int64_t>(interval.end - interval.begin), 1)) {
       g_writer.births_incomplete = true;
     }
+  }
+}
+
+void scan_device_blocks(const DeviceBlock* blocks, uint32_t count, void* data) {
+  auto* scan = static_cast<ScanContext*>(data);
+  for (uint32_t i = 0; i < count; ++i) {
+    const DeviceBlock& block = blocks[i];
+    if (block.kind == DeviceKey::kReservedRange) continue;  // address space, not memory
+    uint64_t key = birth_key(block.triple, block.birth);
+    if (raw(block.triple) >= scan->triples_end || raw(block.birth) > scan->closed || !recompute_cell(key)) continue;
+    if (!g_writer.births.add(key, static_cast<int64_t>(block.size), 1)) g_writer.births_incomplete = true;
   }
 }
 
@@ -699,6 +608,7 @@ void write_births(FrameBuilder& frame, Epoch closed, uint32_t triples_end, const
   ScanContext scan{triples_end, raw(closed)};
   alloc_table_visit(scan_heap, &scan);
   interval_map_visit(scan_intervals, &scan);
+  device_table_visit(scan_device_blocks, &scan);
   // The list's count comes before its elements, so the changes are gathered first.
   InternalArray<BirthCell> changed;
   size_t empty_cells = 0;
@@ -951,6 +861,7 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final, 
   write_births(frame, closed, triples_end, freed_triples);
   write_lifetimes(frame, freed_triples, sites_end);
   freed_triples.release();
+  write_device_sections(frame, sites_end);
   if (leak_check != nullptr) write_leak_check(frame, *leak_check);
   if (!frame.finish()) return -ENOMEM;
   int error = ensure_output();

@@ -54,6 +54,8 @@ enum class SectionTag : uint32_t {
   kInterpretedCode = 13,
   kStackNodes = 14,
   kLeakCheck = 15,  // a reachability scan's results (leak_check, docs/FORMAT.md)
+  kDevices = 16,     // per device: live bytes of the device domains, the driver's figures
+  kInnerBlocks = 17, // per cuda site: the c10_cuda blocks inside its blocks
 };
 
 // What started the reachability scan a LEAK_CHECK section reports.

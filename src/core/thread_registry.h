@@ -41,6 +41,9 @@ struct ThreadState {
   pid_t tid;
   int task_depth;  // may exceed kMaxTaskDepth; deeper tasks are counted, not stored
   TaskId tasks[kMaxTaskDepth];
+  // The task an annotation library's innermost range on this thread names (NVTX push/pop,
+  // accelerator.h); the explicit tasks above come first.
+  TaskId annotated_task;
   TripleCacheSlot triple_cache[kTripleCacheSlots];
   // The thread's stack, for the frame-pointer walk (read on first use; 0 = not yet).
   uintptr_t stack_begin;
@@ -77,10 +80,11 @@ bool thread_registry_init();
 // signal-safe on a thread's first call.
 ThreadState* thread_current();
 
-// thread_current_task() is the innermost task of `state`, or TaskId::kNone.
+// thread_current_task() is the innermost explicit task of `state`, else its annotated task, else
+// TaskId::kNone.
 inline TaskId thread_current_task(const ThreadState* state) {
   int depth = state->task_depth;
-  if (depth <= 0) return TaskId::kNone;
+  if (depth <= 0) return state->annotated_task;
   return state->tasks[(depth <= kMaxTaskDepth ? depth : kMaxTaskDepth) - 1];
 }
 

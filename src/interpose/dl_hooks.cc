@@ -5,6 +5,7 @@
 
 #include <atomic>
 
+#include "core/accelerator.h"
 #include "core/epoch.h"
 #include "core/interpreter.h"
 #include "core/module_map.h"
@@ -24,7 +25,10 @@ void refresh_modules(void* handle) {
   if (!hook_should_record()) return;
   Bookkeeping bookkeeping;
   module_map_refresh(epoch_current(), false);
-  if (handle != nullptr) interpreter_attach(handle);
+  if (handle != nullptr) {
+    interpreter_attach(handle);
+    accelerator_attach(handle);
+  }
 }
 
 }  // namespace

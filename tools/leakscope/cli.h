@@ -33,6 +33,8 @@ struct RunOptions {
   bool no_follow_fork = false;
   bool no_follow_exec = false;
   bool leak_check = false;                 // --leak-check: scan for lost blocks at the teardown mark
+  bool cuda = false;                       // --cuda: device memory through CUPTI
+  bool nvtx = false;                       // --nvtx: NVTX ranges as tasks
   std::vector<std::string> extra_options;  // raw name=value pairs
   std::string check;                       // --check: the gate's limits, "max-leaked=1MiB,..."
   std::string prometheus;                  // --prometheus HOST:PORT, served while the command runs

@@ -48,6 +48,8 @@ std::string join_options(const RunOptions& options) {
   if (options.no_follow_fork) parts.emplace_back("follow_fork=0");
   if (options.no_follow_exec) parts.emplace_back("follow_exec=0");
   if (options.leak_check) parts.emplace_back("leak_check=1");
+  if (options.cuda) parts.emplace_back("cuda=1");
+  if (options.nvtx) parts.emplace_back("nvtx=1");
   for (const std::string& extra : options.extra_options) parts.push_back(extra);
   std::string joined;
   for (const std::string& part : parts) joined += (joined.empty() ? "" : ",") + part;

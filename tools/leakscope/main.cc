@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
   run_verb->add_flag("--no-follow-exec", run.no_follow_exec, "Do not track programs the command execs");
   run_verb->add_flag("--leak-check", run.leak_check,
                      "Scan for blocks no pointer reaches at the teardown mark (leak_check=1; on under --check)");
+  run_verb->add_flag("--cuda", run.cuda,
+                     "Track CUDA device, pinned and managed memory through CUPTI (cuda=1); a program without CUDA is left as it is");
+  run_verb->add_flag("--nvtx", run.nvtx, "Take each thread's innermost NVTX push/pop range as its task (nvtx=1)");
   run_verb->add_option("--option", run.extra_options, "Any runtime option as name=value (see docs/options.md)");
   auto non_empty = [](const std::string& value) { return value.empty() ? std::string("needs a value") : std::string(); };
   run_verb->add_option("--prometheus", run.prometheus, "Serve Prometheus metrics on HOST:PORT (loopback) while the command runs")

@@ -1,0 +1,185 @@
+// CUDA device memory through CUPTI, on the stand-in driver and libcupti (tests/cuda/standin), which
+// drive leakscope's real callback code with the driver's own parameter structs: every memory call
+// kind lands in its domain exactly, on the stack of the code that made it; failures record
+// nothing; a destroyed context ends its blocks; caching-allocator blocks are found inside their
+// segments; another CUPTI subscriber is named once and host tracking goes on; and a program
+// without CUDA is left as it is.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace leakscope::testing {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+std::vector<std::string> cuda_run(const std::string& file, const std::vector<std::string>& command,
+                                  const std::vector<std::string>& flags = {"--cuda"}) {
+  std::vector<std::string> args{"run", "-o", file, "--option", std::string("cupti=") + LEAKSCOPE_STANDIN_CUPTI};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.push_back("--");
+  args.insert(args.end(), command.begin(), command.end());
+  return args;
+}
+
+// sites_holding() is every live site of `domain` with `function` among its frames (the stand-in
+// driver's own bookkeeping makes heap sites on the same stacks).
+std::vector<nlohmann::json> sites_holding(const nlohmann::json& document, const std::string& function,
+                                          const std::string& domain) {
+  std::vector<nlohmann::json> found;
+  for (const auto& site : document["sites"]) {
+    if (site["domain"] != domain) continue;
+    for (const auto& frame : site["frames"]) {
+      if (frame["function"].is_string() && frame["function"].get<std::string>().find(function) != std::string::npos) {
+        found.push_back(site);
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+// The service (tests/cuda/fixtures/cuda_service.cc) serves 6 requests on two threads: run once.
+class CudaService : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    file_ = new std::string(scratch_dir() + "/service.lsc");
+    Outcome run = leakscope(cuda_run(*file_, {fixture("cuda_service"), "serve", "6"}));
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    ASSERT_EQ(run.out, "served 6 requests, 6 KV caches kept\n");
+    ASSERT_EQ(run.err.find("CUDA device memory is not tracked"), std::string::npos) << run.err;
+    document_ = new nlohmann::json(dump(*file_));
+  }
+  static void TearDownTestSuite() {
+    delete document_;
+    delete file_;
+  }
+  static std::string* file_;
+  static nlohmann::json* document_;
+};
+std::string* CudaService::file_ = nullptr;
+nlohmann::json* CudaService::document_ = nullptr;
+
+TEST_F(CudaService, DeviceHostAndManagedMemoryAreExactPerDomain) {
+  const nlohmann::json& domains = (*document_)["live_bytes_by_domain"];
+  // Weights 64 MiB, six 2 MiB KV caches, the kept expandable segment's 4 MiB of physical memory.
+  EXPECT_EQ(domains["cuda"], 64 * kMiB + 6 * 2 * kMiB + 4 * kMiB);
+  EXPECT_EQ(domains["cuda_host"], 4 * kMiB + 64 * 1024);  // the pinned staging buffer, the registered I/O buffer
+  EXPECT_EQ(domains["cuda_managed"], 1 * kMiB);
+}
+
+TEST_F(CudaService, TheKeptKvCachesAreOneSiteOnTheStackOfTheCallThatMadeThem) {
+  std::vector<nlohmann::json> sites = sites_holding(*document_, "serve_request", "cuda");
+  ASSERT_EQ(sites.size(), 1u) << "only the KV cache outlives its request";
+  EXPECT_EQ(sites[0]["domain"], "cuda");
+  EXPECT_EQ(sites[0]["live_bytes"], 6 * 2 * kMiB);
+  EXPECT_EQ(sites[0]["live_blocks"], 6);
+  EXPECT_EQ(sites_holding(*document_, "worker", "cuda").size(), 1u) << "the host stack runs out to the worker thread";
+  int64_t by_threads = 0;
+  for (const auto& thread : sites[0]["threads"]) by_threads += thread["live_bytes"].get<int64_t>();
+  EXPECT_EQ(by_threads, 6 * 2 * kMiB);
+  EXPECT_EQ(sites[0]["threads"].size(), 2u);
+}
+
+TEST_F(CudaService, StreamOrderedPooledAndPitchedBlocksEndWithTheirFreesAndAFailedAllocationRecordsNothing) {
+  // Per request: 8 MiB workspace, 1 MiB async scratch, 512 KiB from a pool, a pitched image, a
+  // segment; all given back. A 100 GiB batch fails. What is live is what DeviceHostAndManaged... says.
+  for (const auto& site : (*document_)["sites"]) {
+    std::string domain = site["domain"];
+    if (domain != "cuda" && domain != "cuda_host" && domain != "cuda_managed") continue;
+    EXPECT_LT(site["live_bytes"].get<int64_t>(), 100 * 1024 * kMiB);
+  }
+  EXPECT_EQ(sites_holding(*document_, "load_weights", "cuda").at(0)["live_bytes"], 64 * kMiB);
+  EXPECT_EQ(sites_holding(*document_, "pin_staging_buffer", "cuda_host").at(0)["live_bytes"], 4 * kMiB);
+  EXPECT_EQ(sites_holding(*document_, "share_counters", "cuda_managed").at(0)["live_bytes"], 1 * kMiB);
+  // The stand-in driver maps its host memory with mmap: that layer is shown on its own.
+  EXPECT_EQ(sites_holding(*document_, "pin_staging_buffer", "mmap").at(0)["live_bytes"], 4 * kMiB);
+}
+
+TEST_F(CudaService, VmmMemoryIsChargedWhenCreatedAndReservedAddressSpaceIsNot) {
+  std::vector<nlohmann::json> segments = sites_holding(*document_, "grow_segment", "cuda");
+  ASSERT_EQ(segments.size(), 1u) << "the six per-request segments were released";
+  EXPECT_EQ(segments[0]["domain"], "cuda");
+  EXPECT_EQ(segments[0]["live_bytes"], 4 * kMiB);
+  EXPECT_EQ(segments[0]["live_blocks"], 1);
+}
+
+TEST(Cuda, DestroyingAContextEndsEveryBlockMadeInIt) {
+  std::string file = scratch_dir() + "/context.lsc";
+  Outcome run = leakscope(cuda_run(file, {fixture("cuda_service"), "context"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "in the context: cuda 3145728, cuda_host 1048576, cuda_managed 2097152\n"
+            "context destroyed: cuda 0, cuda_host 0, cuda_managed 0\n");
+  nlohmann::json document = dump(file);
+  EXPECT_EQ(document["live_bytes_by_domain"].value("cuda", 0), 0);
+  EXPECT_EQ(document["live_bytes_by_domain"].value("cuda_host", 0), 0);
+  EXPECT_EQ(document["live_bytes_by_domain"].value("cuda_managed", 0), 0);
+}
+
+TEST(Cuda, TensorsKeptAliveAreC10CudaBlocksInsideTheCachingAllocatorsSegments) {
+  std::string file = scratch_dir() + "/keep.lsc";
+  Outcome run = leakscope(cuda_run(file, {fixture("caching_allocator_service"), "keep", "40"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  nlohmann::json document = dump(file);
+  EXPECT_EQ(document["live_bytes_by_domain"]["c10_cuda"], 40 * kMiB);
+  EXPECT_EQ(document["live_bytes_by_domain"]["cuda"], 60 * kMiB);  // three 20 MiB segments
+  int64_t c10_bytes = 0, cuda_bytes = 0;
+  for (const auto& site : sites_holding(document, "forward", "c10_cuda")) c10_bytes += site["live_bytes"].get<int64_t>();
+  for (const auto& site : sites_holding(document, "forward", "cuda")) cuda_bytes += site["live_bytes"].get<int64_t>();
+  EXPECT_EQ(c10_bytes, 40 * kMiB);
+  EXPECT_EQ(cuda_bytes, 60 * kMiB);
+}
+
+TEST(Cuda, AnotherCuptiSubscriberIsNamedOnceAndHostTrackingGoesOn) {
+  std::string file = scratch_dir() + "/held.lsc";
+  Outcome run = leakscope(cuda_run(file, {fixture("cuda_service"), "serve", "2"}), {{"STANDIN_CUPTI_HOLDER", "Nsight Systems"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "served 2 requests, 2 KV caches kept\n");
+  const std::string line =
+      "leakscope: CUDA device memory is not tracked: CUPTI allows one subscriber and Nsight Systems holds it (a profiler "
+      "such as Nsight or torch.profiler); host and c10 tracking go on\n";
+  EXPECT_NE(run.err.find(line), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find(line), run.err.rfind(line)) << "said once";
+  nlohmann::json document = dump(file);
+  EXPECT_EQ(document["live_bytes_by_domain"].value("cuda", 0), 0);
+  std::vector<nlohmann::json> io = sites_holding(document, "register_io_buffer", "heap");
+  ASSERT_EQ(io.size(), 1u);
+  EXPECT_EQ(io[0]["domain"], "heap");
+  EXPECT_EQ(io[0]["live_bytes"], 64 * 1024);
+}
+
+TEST(Cuda, WithoutTheCudaOptionTheDriverIsNotFollowed) {
+  std::string file = scratch_dir() + "/plain.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", fixture("cuda_service"), "serve", "2"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  nlohmann::json document = dump(file);
+  EXPECT_EQ(document["live_bytes_by_domain"].value("cuda", 0), 0);
+  EXPECT_EQ(sites_holding(document, "register_io_buffer", "heap").at(0)["live_bytes"], 64 * 1024);
+}
+
+TEST(Cuda, AProgramWithoutCudaIsLeftAsItIsByCudaAndNvtx) {
+  std::string directory = scratch_dir();
+  std::string plain = directory + "/plain.lsc", with = directory + "/with.lsc";
+  Outcome untraced = run_program({fixture("steady_leak_ci"), "250"});
+  Outcome traced = leakscope({"run", "-o", plain, "--", fixture("steady_leak_ci"), "250"});
+  Outcome both = leakscope({"run", "-o", with, "--cuda", "--nvtx", "--", fixture("steady_leak_ci"), "250"});
+  ASSERT_EQ(both.exit_code, untraced.exit_code) << both.err;
+  EXPECT_EQ(both.out, untraced.out);
+  EXPECT_EQ(both.err, "leakscope: wrote " + with + "\n");
+  nlohmann::json document = dump(with);
+  EXPECT_EQ(site_at(document, "parse_record")["live_bytes"], 1024000);
+  EXPECT_EQ(dump(plain)["live_bytes_by_domain"], document["live_bytes_by_domain"]);
+  // Nothing of CUDA is loaded into it.
+  Outcome maps = leakscope({"run", "-o", directory + "/cat.lsc", "--cuda", "--nvtx", "--", "/bin/cat", "/proc/self/maps"});
+  ASSERT_EQ(maps.exit_code, 0) << maps.err;
+  EXPECT_NE(maps.out.find("libleakscope"), std::string::npos);
+  EXPECT_EQ(maps.out.find("libcupti"), std::string::npos);
+  EXPECT_EQ(maps.out.find("libcuda"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace leakscope::testing
