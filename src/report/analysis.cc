@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "report/device_layers.h"
 #include "report/site_format.h"
 #include "report/suppressions.h"
 #include "report/units.h"
@@ -228,6 +229,15 @@ std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupRe
 
 namespace {
 
+// settle_reserve() judges a caching allocator's reserve: what grows there is tensors (judged at
+// their own c10_cuda sites) or the cache growing to what requests ask, never a leak of its own.
+void settle_reserve(SiteJudgement* judgement) {
+  if (judgement->verdict != Verdict::kLeak) return;
+  judgement->verdict = Verdict::kCache;
+  judgement->reason = "the caching allocator's reserve grows with what requests ask of it; the tensors it holds are "
+                      "judged at their own sites (c10_cuda)";
+}
+
 // build_groups() gathers the (sorted) sites by their first user frame and judges each group on
 // the sum of its parts.
 void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& keys, double now_s, uint32_t epochs) {
@@ -236,7 +246,8 @@ void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& key
   for (size_t i = 0; i < analysis.sites.size(); ++i) {
     SiteReport& site = analysis.sites[i];
     const SiteKey& key = keys.of(site.summary.site);
-    auto [found, inserted] = by_key.emplace(key.key, groups.size());
+    // The driver's memory is a layer beneath the program's objects: never one group with them.
+    auto [found, inserted] = by_key.emplace(is_driver_domain(site.summary.domain) ? key.key + "\n(driver)" : key.key, groups.size());
     if (inserted) {
       GroupReport group;
       group.has_user_frame = key.has_user_frame;
@@ -251,6 +262,7 @@ void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& key
     group.parts.push_back(i);
     group.live_bytes += site.summary.live_bytes;
     group.live_blocks += site.summary.live_blocks;
+    group.inner_bytes += site.summary.inner_bytes;
     group.allocations += site.summary.allocations;
     group.temporary_allocations += site.summary.temporary_allocations;
     group.freed_at_exit_bytes += site.freed_at_exit_bytes;
@@ -264,8 +276,11 @@ void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& key
                  ? analysis.sites[a].summary.live_bytes > analysis.sites[b].summary.live_bytes
                  : a < b;
     });
+    bool reserve = std::all_of(group.parts.begin(), group.parts.end(),
+                               [&](size_t part) { return analysis.sites[part].runtime == kCachingAllocatorReserve; });
     if (group.parts.size() == 1) {
       group.judgement = analysis.sites[group.parts[0]].judgement;
+      if (reserve) settle_reserve(&group.judgement);
       continue;
     }
     std::vector<std::vector<SeriesPoint>> series_parts;
@@ -283,6 +298,7 @@ void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& key
     evidence.allocations = group.allocations;
     evidence.live_blocks = group.live_blocks;
     group.judgement = judge_site(evidence);
+    if (reserve) settle_reserve(&group.judgement);
   }
   std::vector<size_t> order(groups.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -399,6 +415,7 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   }
   analysis->judged = capture.info();
   analysis->live_bytes_by_domain = capture.live_bytes_by_domain();
+  analysis->devices = capture.devices();
   std::vector<JudgedSite> judged_sites = capture.take_sites();
   analysis->sites.reserve(judged_sites.size());  // a stack-heavy run judges a few hundred thousand
   for (JudgedSite& judged_site : judged_sites) {
@@ -469,12 +486,14 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
     return ranks_before(a.judgement, a.summary.live_bytes, b.judgement, b.summary.live_bytes);
   });
   SiteKeys keys(state, *analysis->symbolizer, analysis->roles);
-  build_groups(*analysis, series, keys, now_s, capture.epochs());
+  // Residue is known before groups are judged: a caching allocator's reserve is judged as one.
   for (SiteReport& site : analysis->sites) {
     const std::vector<SymbolizedFrame>& frames = analysis->symbolizer->stack(site.summary.stack);
     site.runtime = runtime_residue(frames);
+    if (site.runtime == nullptr) site.runtime = caching_allocator_reserve(analysis->state, site.summary, frames);
     if (site.lost.any()) site.lost_runtime = lost_residue(frames, analysis->roles);
   }
+  build_groups(*analysis, series, keys, now_s, capture.epochs());
   for (GroupReport& group : analysis->groups) {
     bool residue = std::all_of(group.parts.begin(), group.parts.end(),
                                [&](size_t part) { return analysis->sites[part].runtime != nullptr; });

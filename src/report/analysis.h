@@ -60,7 +60,8 @@ struct GroupReport {
   int64_t freed_at_exit_bytes = 0;
   double first_seen_s = 0;
   SiteJudgement judgement;  // on the sum of the parts' series and births
-  std::string runtime;      // why every site of it is the runtime's own residue (suppressions.h); "" when not
+  std::string runtime;      // why every site of it is the runtime's own residue (suppressions.h, device_layers.h); "" when not
+  int64_t inner_bytes = 0;  // of a caching allocator's reserve: the c10_cuda bytes inside it
   std::string lost_runtime;  // why everything its sites lost is the runtime's own (lost_residue()); "" when not
   LostFigures lost;         // its sites', at the leak check
 };
@@ -115,6 +116,7 @@ struct RunAnalysis {
   ChosenSnapshot at;
   SnapshotInfo judged;  // INFO of the judged snapshot
   std::array<int64_t, internal::kDomainCount> live_bytes_by_domain{};  // at the judged snapshot
+  std::vector<DeviceMemory> devices;  // what the judged snapshot says of each device's memory
   std::vector<SiteReport> sites;    // leaks by growth, then caches, startup, unknown by size
   std::vector<GroupReport> groups;  // the same order
   std::vector<OwnerReport> by_task;    // by live bytes, largest first

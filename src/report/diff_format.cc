@@ -53,7 +53,7 @@ std::string startup_cut(const RunAnalysis& run) {
   return fmt::format("cut to {} frame{}", startup.kept_frames, startup.kept_frames == 1 ? "" : "s");
 }
 
-RunHeader header_of(const RunAnalysis& run) { return {run.state, run.at, run.judged, run.live_bytes_by_domain}; }
+RunHeader header_of(const RunAnalysis& run) { return {run.state, run.at, run.judged, run.live_bytes_by_domain, run.devices}; }
 
 }  // namespace
 

@@ -66,7 +66,7 @@ std::string lost_line(const LostGroup& group) {
 }  // namespace
 
 std::string gate_text(const RunAnalysis& analysis, const GateResult& result, const std::string& file) {
-  RunHeader header{analysis.state, analysis.at, analysis.judged, analysis.live_bytes_by_domain, "judged"};
+  RunHeader header{analysis.state, analysis.at, analysis.judged, analysis.live_bytes_by_domain, analysis.devices, "judged"};
   std::string out = run_header_text(header, "leakscope check: " + file);
   out += fmt::format("leaks: {} in {} group{}", format_bytes(result.leaked_bytes), result.counted.size(),
                      result.counted.size() == 1 ? "" : "s");

@@ -47,6 +47,7 @@ void JudgedCapture::observe(const RunState& state) {
   if (index != at_.index) return;
   done_ = true;
   info_ = state.last_snapshot();
+  devices_ = state.devices();
   sites_ = live_sites(state);
   if (at_.earlier != 0) {
     std::unordered_map<uint32_t, size_t> now;

@@ -48,6 +48,8 @@ class JudgedCapture {
   uint32_t epochs() const { return at_.index; }
   // The judged sites, largest live bytes first (ties by site id); taken once.
   std::vector<JudgedSite> take_sites() { return std::move(sites_); }
+  // What the chosen snapshot says of each device's memory.
+  const std::vector<DeviceMemory>& devices() const { return devices_; }
   // Live bytes per domain of the judged sites.
   const std::array<int64_t, internal::kDomainCount>& live_bytes_by_domain() const { return by_domain_; }
 
@@ -69,6 +71,7 @@ class JudgedCapture {
   std::unordered_map<uint32_t, EarlierSite> earlier_;
   std::vector<JudgedSite> sites_;
   std::array<int64_t, internal::kDomainCount> by_domain_{};
+  std::vector<DeviceMemory> devices_;
 };
 
 }  // namespace leakscope::report

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "report/device_layers.h"
 #include "report/frame_roles.h"
 #include "report/site_format.h"
 #include "report/units.h"
@@ -205,7 +206,8 @@ GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options) {
   GateResult result;
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
     const GroupReport& group = analysis.groups[g];
-    if (group.judgement.verdict == Verdict::kUnknown) {
+    // A caching allocator's reserve is never a leak, judged or not (device_layers.h).
+    if (group.judgement.verdict == Verdict::kUnknown && group.runtime != kCachingAllocatorReserve) {
       result.unjudged.push_back({group_name(group.user_frame), group.live_bytes, group.judgement.reason});
       result.unjudged_bytes += group.live_bytes;
     }

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "report/device_layers.h"
 #include "report/leak_check.h"
 #include "report/site_format.h"
 #include "report/text_layout.h"
@@ -35,7 +36,7 @@ double host_tracked(const ProcessSample& sample) {
 }
 
 RunHeader header_of(const RunAnalysis& analysis) {
-  return {analysis.state, analysis.at, analysis.judged, analysis.live_bytes_by_domain, "judged"};
+  return {analysis.state, analysis.at, analysis.judged, analysis.live_bytes_by_domain, analysis.devices, "judged"};
 }
 
 // section() lists the groups of one verdict, at most `top`, and counts them all in *total.
@@ -53,6 +54,7 @@ std::vector<size_t> section(const RunAnalysis& analysis, Verdict verdict, const 
 
 // runtime_text() says that a group is the runtime's own residue, which `check` never gates.
 std::string runtime_text(const GroupReport& group) {
+  if (group.runtime == kCachingAllocatorReserve) return reserve_text(group.live_bytes, group.inner_bytes);
   return fmt::format("runtime: {}, not the program's (leakscope check leaves it out)", group.runtime);
 }
 

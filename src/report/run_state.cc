@@ -146,6 +146,10 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
   for (uint32_t id : active_triples_) triples_[id].last = EpochActivity{};
   active_triples_.clear();
   if (key) clear_cumulative_state();
+  // DEVICES and INNER_BLOCKS are whole states: a snapshot without them has none.
+  devices_.clear();
+  for (uint32_t id : inner_sites_) sites_[id].inner_bytes = sites_[id].inner_blocks = 0;
+  inner_sites_.clear();
   while (!payload.done()) {
     uint64_t tag = payload.varint("section tag");
     PayloadCursor cursor = payload.section(payload.varint("section length"));
@@ -396,11 +400,44 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
       case SectionTag::kLeakCheck:
         apply_leak_check(cursor, epoch);
         break;
+      case SectionTag::kDevices:
+        apply_devices(cursor);
+        break;
+      case SectionTag::kInnerBlocks:
+        apply_inner_blocks(cursor);
+        break;
       default:
         break;  // a section from a newer writer: skipped by design
     }
   }
   ++snapshot_count_;
+}
+
+void RunState::apply_devices(PayloadCursor& cursor) {
+  for (uint64_t n = cursor.count("device count"); n > 0; --n) {
+    DeviceMemory device;
+    uint64_t ordinal = cursor.varint("device ordinal");
+    if (ordinal > 1024) throw Malformed{"device ordinal " + std::to_string(ordinal) + " out of range"};
+    device.device = static_cast<int>(ordinal) - 1;
+    for (uint64_t& bytes : device.live_bytes) bytes = cursor.varint("device live bytes");
+    device.inner_bytes = cursor.varint("device inner bytes");
+    device.reserved_bytes = cursor.varint("device reserved bytes");
+    device.driver_used_bytes = cursor.varint("driver used bytes");
+    device.driver_total_bytes = cursor.varint("driver total bytes");
+    devices_.push_back(device);
+  }
+}
+
+void RunState::apply_inner_blocks(PayloadCursor& cursor) {
+  for (uint64_t n = cursor.count("inner block count"); n > 0; --n) {
+    uint32_t id = cursor.u32("site id");
+    if (id >= sites_.size() || !sites_[id].known) throw Malformed{"inner blocks for undefined site " + std::to_string(id)};
+    Site& site = sites_[id];
+    site.inner_bytes = static_cast<int64_t>(cursor.varint("inner bytes"));
+    site.inner_blocks = static_cast<int64_t>(cursor.varint("inner blocks"));
+    site.held_inner_blocks = true;
+    inner_sites_.push_back(id);
+  }
 }
 
 void RunState::apply_leak_check(PayloadCursor& cursor, uint32_t epoch) {

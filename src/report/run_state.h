@@ -214,8 +214,25 @@ struct Site {
   std::vector<BirthBin> births;
   uint64_t temporary_blocks = 0;  // blocks freed in the epoch they were born in, so far
   uint64_t first_seen_ns = 0;  // time of the snapshot that defined it
+  // Of a cuda site: the c10_cuda bytes and blocks inside its blocks now (INNER_BLOCKS), and
+  // whether any ever were: its blocks are then a caching allocator's segments.
+  int64_t inner_bytes = 0;
+  int64_t inner_blocks = 0;
+  bool held_inner_blocks = false;
   bool known = false;
 };
+
+// What one snapshot says of a device's memory (DEVICES, docs/FORMAT.md).
+struct DeviceMemory {
+  int device = -1;  // the device's ordinal; -1 when the driver did not say
+  // Live bytes of the device domains on it, index: kDeviceDomains' order.
+  std::array<uint64_t, 4> live_bytes{};
+  uint64_t inner_bytes = 0;     // c10_cuda bytes inside tracked cuda blocks: the caching allocator's reserve in use
+  uint64_t reserved_bytes = 0;  // device address space reserved (VMM), not memory
+  uint64_t driver_used_bytes = 0, driver_total_bytes = 0;  // cuMemGetInfo as last read; 0 when never
+};
+// The domains of DeviceMemory::live_bytes, in order.
+inline constexpr Domain kDeviceDomains[] = {Domain::kCuda, Domain::kCudaHost, Domain::kCudaManaged, Domain::kC10Cuda};
 
 struct EpochActivity {
   uint64_t alloc_count = 0, alloc_bytes = 0, free_count = 0, free_bytes = 0;
@@ -298,6 +315,8 @@ class RunState {
   // leak_check() is the last reachability scan read, if any: a later one supersedes it, a key
   // snapshot does not clear it.
   const std::optional<LeakCheck>& leak_check() const { return leak_check_; }
+  // devices() is what the latest snapshot says of each device's memory; empty without any.
+  const std::vector<DeviceMemory>& devices() const { return devices_; }
   // Live bytes per domain now (index: Domain value), kept up to date as counters are applied.
   const std::array<int64_t, internal::kDomainCount>& live_bytes_by_domain() const { return domain_live_bytes_; }
   // Width of the bins of Site::births, from time 0.
@@ -312,6 +331,8 @@ class RunState {
   // repeats every definition, so the cumulative state is cleared first.
   void apply_snapshot(class PayloadCursor& cursor, bool key);
   void apply_leak_check(class PayloadCursor& cursor, uint32_t epoch);
+  void apply_devices(class PayloadCursor& cursor);
+  void apply_inner_blocks(class PayloadCursor& cursor);
   void clear_cumulative_state();
 
   bool has_process_ = false;
@@ -330,6 +351,8 @@ class RunState {
   std::vector<Site> sites_{1};
   std::vector<Triple> triples_{1};
   std::optional<LeakCheck> leak_check_;
+  std::vector<DeviceMemory> devices_;
+  std::vector<uint32_t> inner_sites_;  // sites whose inner figures the latest snapshot set
   void add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes);
   // apply_thread() reads one THREADS record; thread_at() is the thread of `slot` that could
   // allocate in `epoch`.

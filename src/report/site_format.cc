@@ -24,6 +24,30 @@ std::string utc_text(uint64_t realtime_ns, const char* format) {
   return text;
 }
 
+// device_text() is one device's line: its domains, the caching allocator's reserve in use, and
+// what the driver says.
+std::string device_text(const DeviceMemory& device) {
+  std::string text = device.device < 0 ? "device ?:" : fmt::format("device {}:", device.device);
+  std::string domains;
+  for (size_t d = 0; d < device.live_bytes.size(); ++d) {
+    if (device.live_bytes[d] == 0) continue;
+    domains += fmt::format("{} {} {}", domains.empty() ? "" : " ·", domain_name(kDeviceDomains[d]),
+                           format_bytes(static_cast<int64_t>(device.live_bytes[d])));
+    if (kDeviceDomains[d] == Domain::kCuda && device.inner_bytes != 0) {
+      domains += fmt::format(" ({} of it in c10_cuda tensors)", format_bytes(static_cast<int64_t>(device.inner_bytes)));
+    }
+  }
+  text += domains.empty() ? " nothing tracked" : domains;
+  if (device.reserved_bytes != 0) {
+    text += fmt::format(" · address space reserved {}", format_bytes(static_cast<int64_t>(device.reserved_bytes)));
+  }
+  if (device.driver_total_bytes != 0) {
+    text += fmt::format(" · the driver: {} used of {}", format_bytes(static_cast<int64_t>(device.driver_used_bytes)),
+                        format_bytes(static_cast<int64_t>(device.driver_total_bytes)));
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string wall_clock_text(uint64_t realtime_ns) { return utc_text(realtime_ns, "%Y-%m-%d %H:%M:%S UTC"); }
@@ -72,6 +96,18 @@ nlohmann::json run_header_json(const RunHeader& header) {
     if (header.live_bytes_by_domain[d] != 0) domains[domain_name(static_cast<Domain>(d))] = header.live_bytes_by_domain[d];
   }
   document["live_bytes_by_domain"] = domains;
+  nlohmann::json devices = nlohmann::json::array();
+  for (const DeviceMemory& device : header.devices) {
+    nlohmann::json live = nlohmann::json::object();
+    for (size_t d = 0; d < device.live_bytes.size(); ++d) live[domain_name(kDeviceDomains[d])] = device.live_bytes[d];
+    devices.push_back({{"device", device.device < 0 ? nlohmann::json() : nlohmann::json(device.device)},
+                       {"live_bytes", live},
+                       {"c10_cuda_inside_cuda_bytes", device.inner_bytes},
+                       {"reserved_address_space_bytes", device.reserved_bytes},
+                       {"driver_used_bytes", device.driver_total_bytes != 0 ? nlohmann::json(device.driver_used_bytes) : nlohmann::json()},
+                       {"driver_total_bytes", device.driver_total_bytes != 0 ? nlohmann::json(device.driver_total_bytes) : nlohmann::json()}});
+  }
+  document["devices"] = devices;
   return document;
 }
 
@@ -96,6 +132,7 @@ std::string run_header_text(const RunHeader& header, const std::string& title) {
     out += fmt::format("reserved address space: {} (mapped PROT_NONE: not memory until made accessible)\n",
                        format_bytes(static_cast<int64_t>(shown.reserved_bytes)));
   }
+  for (const DeviceMemory& device : header.devices) out += wrap(device_text(device), "   ", "");
   std::string own = format_bytes(static_cast<int64_t>(shown.overhead_bytes));
   if (shown.peak_overhead_bytes > shown.overhead_bytes) {
     own += fmt::format(" (peak {})", format_bytes(static_cast<int64_t>(shown.peak_overhead_bytes)));

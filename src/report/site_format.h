@@ -24,6 +24,7 @@ struct RunHeader {
   const ChosenSnapshot& at;
   const SnapshotInfo& shown;  // INFO of the shown snapshot
   const std::array<int64_t, internal::kDomainCount>& live_bytes_by_domain;  // at it
+  const std::vector<DeviceMemory>& devices;  // at it
   const char* shown_word = "shown";  // "judged" in a report
 };
 

@@ -68,6 +68,7 @@ std::vector<SiteSummary> summarize_live_sites(const RunState& state) {
     summary.births = live_bytes_by_birth(state, id);
     summary.allocations = allocations[id];
     summary.temporary_allocations = state.sites()[id].temporary_blocks;
+    summary.inner_bytes = state.sites()[id].inner_bytes;
     sites.push_back(std::move(summary));
   }
   std::sort(sites.begin(), sites.end(), [](const SiteSummary& a, const SiteSummary& b) {

@@ -40,6 +40,7 @@ struct SiteSummary {
   std::vector<ThreadShare> threads;  // by live bytes, largest first
   std::vector<TaskShare> tasks;      // by live bytes, largest first
   std::vector<LiveByBirth> births;   // live bytes by birth time, oldest first, nonzero only
+  int64_t inner_bytes = 0;           // of a cuda site: c10_cuda bytes inside its blocks
 };
 
 // summarize_live_sites() lists every site with live blocks, largest live bytes first (ties by

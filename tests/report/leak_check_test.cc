@@ -158,7 +158,7 @@ nlohmann::json dump_json(const std::string& bytes) {
   JudgedCapture capture(at);
   read_run(reader, at.index, &state, [&capture](const RunState& read) { capture.observe(read); });
   Symbolizer symbolizer(state);
-  RunHeader header{state, at, capture.info(), capture.live_bytes_by_domain()};
+  RunHeader header{state, at, capture.info(), capture.live_bytes_by_domain(), capture.devices()};
   char* text = nullptr;
   size_t size = 0;
   std::FILE* out = open_memstream(&text, &size);

@@ -44,7 +44,7 @@ int dump_command(const DumpOptions& options) {
     keep_largest(&sites, options.top, options.min_bytes, options.task);
     size_t left_out = all_sites - sites.size();
     report::Symbolizer symbolizer(state);
-    report::RunHeader header{state, at, capture.info(), capture.live_bytes_by_domain()};
+    report::RunHeader header{state, at, capture.info(), capture.live_bytes_by_domain(), capture.devices()};
     if (options.format == "json") {
       report::write_dump_json(header, sites, left_out, symbolizer, stdout);
     } else {

@@ -1,0 +1,32 @@
+#include "report/device_layers.h"
+
+#include <fmt/format.h>
+
+#include "report/frame_roles.h"
+#include "report/units.h"
+
+namespace leakscope::report {
+
+const char* const kCachingAllocatorReserve = "the caching allocator's reserve of device memory";
+
+const char* caching_allocator_reserve(const RunState& state, const SiteSummary& site,
+                                      const std::vector<SymbolizedFrame>& frames) {
+  if (site.domain != Domain::kCuda || site.site >= state.sites().size()) return nullptr;
+  if (state.sites()[site.site].held_inner_blocks) return kCachingAllocatorReserve;
+  for (const SymbolizedFrame& frame : frames) {
+    if (module_base_name(frame.module).rfind("libc10_cuda", 0) == 0) return kCachingAllocatorReserve;
+  }
+  return nullptr;
+}
+
+bool is_driver_domain(Domain domain) {
+  return domain == Domain::kCuda || domain == Domain::kCudaHost || domain == Domain::kCudaManaged;
+}
+
+std::string reserve_text(int64_t live_bytes, int64_t inner_bytes) {
+  return fmt::format("reserved by the caching allocator, not leaked: {} of its {} in c10_cuda tensors now (judged at "
+                     "their own sites), the rest cached for reuse (leakscope check leaves it out)",
+                     format_bytes(inner_bytes), format_bytes(live_bytes));
+}
+
+}  // namespace leakscope::report
