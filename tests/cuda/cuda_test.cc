@@ -137,7 +137,7 @@ TEST(Cuda, TheKvCacheLeakIsJudgedGatedAndExportedLikeAHostLeak) {
   for (std::string line; std::getline(lines, line);) {
     // The device block's stack runs through the CUPTI callback (the stand-in libcupti's dispatch);
     // the stand-in driver's own heap bookkeeping on the same call does not.
-    if (line.find("serve_request") == std::string::npos || line.find("::dispatch(") == std::string::npos) continue;
+    if (line.find("serve_request") == std::string::npos || line.find("::dispatch") == std::string::npos) continue;
     kv_bytes += std::stoll(line.substr(line.rfind(' ') + 1));
   }
   EXPECT_EQ(kv_bytes, 60 * 2 * kMiB);
