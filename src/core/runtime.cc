@@ -463,6 +463,7 @@ void fork_child() {
   g_writer_running = false;  // the parent's writer thread does not exist here
   g_writer_tid = 0;
   if (g_runtime_state.load(std::memory_order_relaxed) == kActive && !g_final_written) {
+    snapshot_writer_after_fork_child();
     int parent_fd = snapshot_writer_fd();
     if (parent_fd >= 0) sys::close_file(parent_fd);
     if (!g_options.follow_fork) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 
 #include "core/alloc_table.h"
@@ -129,9 +130,27 @@ struct LifetimeBytes {
   uint64_t bytes[kLifetimeBuckets];
 };
 
+// How far a stream's definitions reach (ids of each kind below these are defined), for what a
+// forked child takes from its parent's stream.
+struct DefinitionEnds {
+  uint32_t stacks = 1;
+  uint32_t stack_nodes = 1;
+  uint32_t sites = 1;
+  uint32_t triples = 1;
+  uint32_t tasks = 1;
+  uint32_t codes = 1;
+  uint32_t modules = 0;
+};
+
 struct WriterState {
   int fd = -1;
   const char* path = nullptr;  // owned by the runtime, stable for the process's life
+  char absolute_path[kMaxPathLength] = {};  // `path` from the root, for a forked child's process frame
+  // Of a forked child: its parent's stream, the snapshots it held at the fork, and the definitions
+  // they hold, which this stream's snapshots (keys too) do not repeat. An empty path: none.
+  char parent_path[kMaxPathLength] = {};
+  uint64_t parent_snapshots = 0;
+  DefinitionEnds inherited;
   uint64_t file_device = 0;
   uint64_t file_inode = 0;
   uint64_t start_monotonic_ns = 0;
@@ -734,9 +753,14 @@ void write_leak_check(FrameBuilder& frame, const LeakCheckResult& check) {
 }
 
 void reset_emitted_state() {
-  g_writer.stacks_end = g_writer.stack_nodes_end = g_writer.sites_end = g_writer.triples_end = 1;
-  g_writer.tasks_end = g_writer.codes_end = 1;
-  g_writer.modules_end = 0;
+  const DefinitionEnds& inherited = g_writer.inherited;
+  g_writer.stacks_end = inherited.stacks;
+  g_writer.stack_nodes_end = inherited.stack_nodes;
+  g_writer.sites_end = inherited.sites;
+  g_writer.triples_end = inherited.triples;
+  g_writer.tasks_end = inherited.tasks;
+  g_writer.codes_end = inherited.codes;
+  g_writer.modules_end = inherited.modules;
   g_writer.module_unload_emitted.clear();
   // Every thread is said again, but which thread a slot held is kept, so that a new one is
   // still flagged as following another.
@@ -746,6 +770,16 @@ void reset_emitted_state() {
   g_writer.births.clear();
   g_writer.births_fresh_from = 0;
   g_writer.births_triples_end = 1;
+}
+
+// absolute() writes `path` as seen from the root (the working directory may change, and a reader
+// of a child's stream runs elsewhere); a path that does not fit is kept as it is.
+void absolute(const char* path, char* out, size_t size) {
+  char directory[kMaxPathLength];
+  if (path[0] == '/' || getcwd(directory, sizeof(directory)) == nullptr ||
+      static_cast<size_t>(snprintf(out, size, "%s/%s", directory, path)) >= size) {
+    snprintf(out, size, "%s", path);
+  }
 }
 
 void write_cmdline(FrameBuilder& frame) {
@@ -791,6 +825,7 @@ int snapshot_writer_open(int fd, const char* path, const ProcessDescription& pro
   g_writer.definition_bytes_since_key = 0;
   g_writer.fd = sys::move_fd_high(fd);
   g_writer.path = path;
+  absolute(path, g_writer.absolute_path, sizeof(g_writer.absolute_path));
   if (!sys::file_identity(g_writer.fd, &g_writer.file_device, &g_writer.file_inode)) return -EBADF;
   g_writer.start_monotonic_ns = process.start_monotonic_ns;
 
@@ -815,6 +850,13 @@ int snapshot_writer_open(int fd, const char* path, const ProcessDescription& pro
   frame.varint(sys::page_size());
   frame.string(process.options);
   frame.varint(raw(epoch_current()));
+  frame.string(g_writer.parent_path);
+  frame.varint(g_writer.parent_snapshots);
+  const DefinitionEnds& inherited = g_writer.inherited;
+  for (uint32_t end : {inherited.stacks, inherited.stack_nodes, inherited.sites, inherited.triples, inherited.tasks,
+                       inherited.codes, inherited.modules}) {
+    frame.varint(end);
+  }
   if (!frame.finish()) return -ENOMEM;
   return sys::write_all(g_writer.fd, frame.data(), frame.size());
 }
@@ -882,5 +924,15 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final, 
 }
 
 int snapshot_writer_fd() { return g_writer.fd; }
+
+void snapshot_writer_after_fork_child() {
+  if (g_writer.fd < 0 || g_writer.snapshots_written == 0) return;  // nothing the child could take
+  // What the parent's stream holds is what its writer had emitted: the fork waited for any
+  // snapshot being written (the runtime's snapshot lock).
+  memcpy(g_writer.parent_path, g_writer.absolute_path, sizeof(g_writer.parent_path));
+  g_writer.parent_snapshots = g_writer.snapshots_written;
+  g_writer.inherited = DefinitionEnds{g_writer.stacks_end, g_writer.stack_nodes_end, g_writer.sites_end,
+                                      g_writer.triples_end, g_writer.tasks_end, g_writer.codes_end, g_writer.modules_end};
+}
 
 }  // namespace leakscope::internal

@@ -33,7 +33,9 @@ struct ProcessDescription {
 
 // snapshot_writer_open() starts a new stream at `fd` (already open for writing `path`) and writes
 // the file header and the process frame. Everything known so far will be emitted again by the
-// next snapshot, which is what a forked child needs. The descriptor is moved out of the low range
+// next snapshot, but what a forked child's parent had written to its own stream before the fork
+// (snapshot_writer_after_fork_child()): the child's process frame names that stream and how far
+// it is needed, and readers load it first (docs/FORMAT.md). The descriptor is moved out of the low range
 // and checked before every write: if the program closes it or reuses its number, the writer
 // reopens `path` (when it is still the same file) rather than write into the program's files.
 // Returns 0 or -errno.
@@ -46,6 +48,11 @@ int snapshot_writer_open(int fd, const char* path, const ProcessDescription& pro
 // the interrupted thread held none of the runtime's locks.
 // `leak_check`, when given, is a leak check's result, written as the snapshot's LEAK_CHECK section.
 int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final, const LeakCheckResult* leak_check = nullptr);
+
+// snapshot_writer_after_fork_child() notes, in a fork child, the stream the parent writes and the
+// definitions it holds (all the parent had emitted), so that the child's stream needs no second
+// copy of them. Call before the child opens its own stream.
+void snapshot_writer_after_fork_child();
 
 // snapshot_writer_fd() is the stream's descriptor, or -1.
 int snapshot_writer_fd();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "core/options.h"
 
@@ -117,6 +118,14 @@ void RunState::apply_process(PayloadCursor& cursor) {
   process_.page_size = cursor.varint("page size");
   process_.options = cursor.blob("options");
   process_.first_epoch = cursor.u32("first epoch");
+  if (!cursor.done()) {  // streams written before forked children named their parent's have none
+    process_.parent_stream = cursor.blob("parent stream");
+    process_.parent_snapshots = cursor.varint("parent snapshots");
+    for (uint32_t* end : {&inherited_.stacks, &inherited_.stack_nodes, &inherited_.sites, &inherited_.triples,
+                          &inherited_.tasks, &inherited_.codes, &inherited_.modules}) {
+      *end = cursor.u32("inherited definitions");
+    }
+  }
   for (size_t at = 0; at < process_.options.size();) {
     size_t end = process_.options.find(',', at);
     if (end == std::string::npos) end = process_.options.size();
@@ -127,6 +136,26 @@ void RunState::apply_process(PayloadCursor& cursor) {
     at = end + 1;
   }
   has_process_ = true;
+}
+
+void RunState::begin_forked_stream() {
+  has_process_ = false;
+  process_ = ProcessInfo{};
+  snapshot_count_ = 0;
+  last_snapshot_ = SnapshotInfo{};
+  budget_times_ = BudgetTimes{};
+  leak_check_.reset();
+  epoch_close_ns_.clear();
+  // The child's snapshots say every thread again; the parent's other threads are not the child's.
+  threads_.resize(1);
+  slots_.resize(1);
+  for (Site& site : sites_) site.first_seen_ns = 0;  // inherited: there from the child's start
+}
+
+bool RunState::holds_inherited_definitions() const {
+  return stacks_.size() >= inherited_.stacks && stack_nodes_.size() >= inherited_.stack_nodes &&
+         sites_.size() >= inherited_.sites && triples_.size() >= inherited_.triples && tasks_.size() >= inherited_.tasks &&
+         codes_.size() >= inherited_.codes && modules_.size() >= inherited_.modules;
 }
 
 void RunState::clear_cumulative_state() {
@@ -583,11 +612,52 @@ void read_run(const std::string& path, uint32_t at, RunState* state,
   read_run(reader, at, state, on_snapshot);
 }
 
-void read_run(StreamReader& reader, uint32_t at, RunState* state,
-              const std::function<void(const RunState&)>& on_snapshot) {
+// parent_stream_path() is where a forked child's stream at `child` finds its parent's stream,
+// written at `parent`: there, or, when the streams were moved together, beside the child's.
+std::string parent_stream_path(const std::string& child, const std::string& parent) {
+  std::error_code error;
+  if (std::filesystem::exists(parent, error)) return parent;
+  std::filesystem::path beside = std::filesystem::path(child).parent_path() / std::filesystem::path(parent).filename();
+  return std::filesystem::exists(beside, error) ? beside.string() : parent;
+}
+
+// read_run_forked() is read_run() of a stream `depth` forks below the one read first.
+void read_run_forked(StreamReader& reader, uint32_t at, RunState* state,
+                     const std::function<void(const RunState&)>& on_snapshot, int depth);
+
+// A chain of forked children deeper than this is damage.
+constexpr int kMaxForkDepth = 32;
+
+void read_run_forked(StreamReader& reader, uint32_t at, RunState* state,
+                     const std::function<void(const RunState&)>& on_snapshot, int depth) {
   const std::string& path = reader.path();
   Frame frame;
   while ((at == 0 || state->snapshot_count() < at) && reader.next(&frame)) {
+    if (frame.type == FrameType::kProcess && !state->has_process()) {
+      RunState child;
+      child.apply(frame, reader);
+      const ProcessInfo& process = child.process();
+      if (!process.parent_stream.empty()) {
+        // A forked child: its parent's stream holds what the parent had defined before the fork.
+        std::string why;
+        try {
+          if (depth >= kMaxForkDepth) throw StreamError("forked from more than " + std::to_string(kMaxForkDepth) + " processes");
+          StreamReader parent(parent_stream_path(path, process.parent_stream));
+          read_run_forked(parent, static_cast<uint32_t>(process.parent_snapshots), state, [](const RunState&) {}, depth + 1);
+          if (!parent.damaged().empty()) why = "it is damaged before the fork";
+        } catch (const StreamError& error) {
+          why = error.what();
+        }
+        state->inherited_ = child.inherited_;
+        if (why.empty() && !state->holds_inherited_definitions()) why = "it does not hold what the parent had defined";
+        if (!why.empty()) {
+          throw StreamError(path + ": the stream of a process forked from pid " + std::to_string(process.traced_parent_pid) +
+                            " needs its parent's, " + process.parent_stream + ", for what it inherited; it cannot be read (" +
+                            why + ")");
+        }
+        state->begin_forked_stream();
+      }
+    }
     state->apply(frame, reader);
     if (frame.type != FrameType::kProcess) on_snapshot(*state);
   }
@@ -618,6 +688,10 @@ void read_run(StreamReader& reader, uint32_t at, RunState* state,
     throw StreamError(path + ": has " + std::to_string(state->snapshot_count()) + " snapshots; --at " +
                       std::to_string(at) + " is beyond them");
   }
+}
+
+void read_run(StreamReader& reader, uint32_t at, RunState* state, const std::function<void(const RunState&)>& on_snapshot) {
+  read_run_forked(reader, at, state, on_snapshot, 0);
 }
 
 RunState load_run(const std::string& path, uint32_t at) {

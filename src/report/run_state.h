@@ -39,6 +39,10 @@ struct ProcessInfo {
   std::string options;
   uint32_t first_epoch = 0;
   uint64_t sample_interval = 0;  // from options: 0 = exact, else figures are estimates
+  // A forked child's stream takes the definitions its parent had written before the fork from the
+  // parent's stream: its path (empty when none), and how many snapshots of it hold them.
+  std::string parent_stream;
+  uint64_t parent_snapshots = 0;
 };
 
 struct SnapshotInfo {
@@ -285,6 +289,11 @@ class RunState {
   // is malformed or refers to something the stream never defined.
   void apply(const Frame& frame, const StreamReader& reader);
 
+  // begin_forked_stream() ends what a parent's stream read into this state says of the parent
+  // alone (its process, snapshots, leak check, threads), keeping its definitions for the forked
+  // child's stream that follows (read_run()).
+  void begin_forked_stream();
+
   bool has_process() const { return has_process_; }
   const ProcessInfo& process() const { return process_; }
   uint32_t snapshot_count() const { return snapshot_count_; }
@@ -327,6 +336,10 @@ class RunState {
 
  private:
   void apply_process(class PayloadCursor& cursor);
+  // holds_inherited_definitions() tells whether every definition a forked child's stream takes
+  // from its parent's (`inherited_`, from the child's process frame) has been read.
+  bool holds_inherited_definitions() const;
+  friend void read_run_forked(StreamReader&, uint32_t, RunState*, const std::function<void(const RunState&)>&, int);
   // apply_snapshot() applies a snapshot; a key one (`key`) holds absolute counters and births and
   // repeats every definition, so the cumulative state is cleared first.
   void apply_snapshot(class PayloadCursor& cursor, bool key);
@@ -351,6 +364,10 @@ class RunState {
   std::vector<Site> sites_{1};
   std::vector<Triple> triples_{1};
   std::optional<LeakCheck> leak_check_;
+  // What a forked child's stream takes from its parent's: ids of each kind below these.
+  struct InheritedDefinitions {
+    uint32_t stacks = 0, stack_nodes = 0, sites = 0, triples = 0, tasks = 0, codes = 0, modules = 0;
+  } inherited_;
   std::vector<DeviceMemory> devices_;
   std::vector<uint32_t> inner_sites_;  // sites whose inner figures the latest snapshot set
   void add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes);

@@ -1,6 +1,7 @@
 // fork, exec, _exit, SIGKILL, SIGTERM and signal handlers that allocate, under leakscope.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "harness.h"
@@ -46,6 +47,44 @@ void expect_forked_child_traced(const std::string& mode, const std::string& ende
 }
 
 TEST(ProcessLifecycle, ForkedChildTracksIntoItsOwnFileWithInheritedBlocks) { expect_forked_child_traced("fork", "exit"); }
+
+TEST(ProcessLifecycle, ForkedWorkersTakeTheirParentsDefinitionsFromItsStreamInsteadOfRepeatingThem) {
+  std::string directory = scratch_dir();
+  std::string file = directory + "/server.lsc";
+  // A pre-fork server: 4096 operators registered along stacks of their own, then two workers.
+  Outcome run = leakscope({"run", "-o", file, "--", fixture("operator_registry"), "12", "2"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "operators=4096\nworkers=2\n");
+  std::vector<std::string> files = files_in(directory);
+  ASSERT_EQ(files.size(), 3u);
+  uintmax_t server_bytes = std::filesystem::file_size(file);
+  nlohmann::json server = dump(file);
+  for (const std::string& name : files) {
+    if (name == "server.lsc") continue;
+    std::string worker = directory + "/" + name;
+    // The 4096 stacks, sites and triples are in the server's stream only (135 KB; a worker's
+    // would be as large again if it repeated them).
+    EXPECT_LT(std::filesystem::file_size(worker) * 2, server_bytes) << name;
+    nlohmann::json document = dump(worker);
+    EXPECT_EQ(document["process"]["traced_parent_pid"], server["process"]["pid"]);
+    EXPECT_EQ(sites_at(document, "(anonymous namespace)::register_schema()").size(), 4096u);
+    EXPECT_EQ(document["live_bytes_by_domain"]["heap"].get<int64_t>(),
+              server["live_bytes_by_domain"]["heap"].get<int64_t>() + 512);
+    EXPECT_EQ(site_at(document, "(anonymous namespace)::worker_keeps()")["live_bytes"], 512);
+  }
+  // Moved elsewhere together, the streams still read; without the server's, a worker's says why.
+  std::string moved = directory + "/moved";
+  std::filesystem::create_directory(moved);
+  std::string worker = files[0] == "server.lsc" ? files[1] : files[0];
+  std::filesystem::copy_file(directory + "/" + worker, moved + "/" + worker);
+  std::filesystem::rename(file, moved + "/elsewhere.lsc");
+  Outcome alone = leakscope({"dump", moved + "/" + worker});
+  EXPECT_EQ(alone.exit_code, 3);
+  EXPECT_NE(alone.err.find("the stream of a process forked from pid"), std::string::npos) << alone.err;
+  EXPECT_EQ(std::count(alone.err.begin(), alone.err.end(), '\n'), 1) << alone.err;
+  std::filesystem::rename(moved + "/elsewhere.lsc", moved + "/server.lsc");
+  EXPECT_EQ(sites_at(dump(moved + "/" + worker), "(anonymous namespace)::register_schema()").size(), 4096u);
+}
 
 TEST(ProcessLifecycle, ChildLeavingByUnderscoreExitStillWritesItsFinalSnapshot) {
   expect_forked_child_traced("fork_exit", "_exit");
