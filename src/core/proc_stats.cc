@@ -22,7 +22,16 @@ uint64_t proc_stats_field_bytes(const char* text, const char* name) {
   return 0;
 }
 
-void proc_stats_read(ProcStats* stats) {
+namespace {
+
+constexpr uint64_t kPssDutyFactor = 50;  // PSS is read again after 50 times its last read's time
+
+uint64_t g_last_pss = 0;
+uint64_t g_pss_due_ns = 0;  // monotonic time from which PSS is read again
+
+}  // namespace
+
+void proc_stats_read(ProcStats* stats, bool fresh) {
   *stats = ProcStats{};
   char text[4096];
   if (sys::read_small_file("/proc/self/status", text, sizeof(text)) > 0) {
@@ -33,9 +42,13 @@ void proc_stats_read(ProcStats* stats) {
     stats->swap_bytes = proc_stats_field_bytes(text, "VmSwap");
     stats->hwm_bytes = proc_stats_field_bytes(text, "VmHWM");
   }
-  if (sys::read_small_file("/proc/self/smaps_rollup", text, sizeof(text)) > 0) {
-    stats->pss_bytes = proc_stats_field_bytes(text, "Pss");
+  uint64_t start = sys::monotonic_ns();
+  if ((fresh || start >= g_pss_due_ns) && sys::read_small_file("/proc/self/smaps_rollup", text, sizeof(text)) > 0) {
+    g_last_pss = proc_stats_field_bytes(text, "Pss");
+    uint64_t end = sys::monotonic_ns();
+    g_pss_due_ns = end + kPssDutyFactor * (end - start);
   }
+  stats->pss_bytes = g_last_pss;
 }
 
 }  // namespace leakscope::internal

@@ -248,7 +248,7 @@ void scan_device_blocks(const DeviceBlock* blocks, uint32_t count, void* data) {
 
 void write_info(FrameBuilder& frame, Epoch closed, SnapshotReason reason, int signal_number, bool final) {
   ProcStats stats;
-  proc_stats_read(&stats);
+  proc_stats_read(&stats, final);
   FrameBuilder::SectionMark mark = frame.begin_record(SectionTag::kInfo);
   frame.varint(raw(closed));
   frame.varint(sys::monotonic_ns() - g_writer.start_monotonic_ns);

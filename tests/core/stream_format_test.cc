@@ -50,8 +50,9 @@ TEST(ProcStats, FieldsAreReadInBytes) {
   EXPECT_EQ(proc_stats_field_bytes(status, "VmHWM"), 2048u * 1024u);
   EXPECT_EQ(proc_stats_field_bytes(status, "Rss"), 0u);  // only whole names match
   ProcStats stats;
-  proc_stats_read(&stats);
+  proc_stats_read(&stats, true);
   EXPECT_GT(stats.rss_bytes, 0u);
+  EXPECT_GT(stats.pss_bytes, 0u);
   EXPECT_GE(stats.hwm_bytes, stats.rss_bytes);
 }
 
