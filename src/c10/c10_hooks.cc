@@ -100,7 +100,7 @@ void record_device_block(void* pointer, int64_t size, C10Device device) {
   uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
   if (size > 0) {
     recorder_device_alloc(DeviceBlock{address, static_cast<uint64_t>(size), address, 0, TripleId::kNone, Epoch{},
-                                      DeviceKey::kLayeredAddress, Domain::kC10Cuda, device.index});
+                                      DeviceKey::kLayeredAddress, Domain::kC10Cuda, device.index, false});
   } else {
     recorder_device_free(DeviceKey::kLayeredAddress, address);
   }

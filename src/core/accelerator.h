@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/options.h"
+#include "core/stream_format.h"
 
 namespace leakscope::internal {
 
@@ -27,6 +28,10 @@ void accelerator_start(const Options& options);
 // global scope holds, when one is wanted and none is attached yet. Called after every successful
 // dlopen, inside the runtime; later calls return at once. Thread-safe.
 void accelerator_attach(void* handle);
+
+// accelerator_device_tracking() says whether device memory is tracked, for every snapshot's INFO.
+// Lock-free.
+DeviceTracking accelerator_device_tracking();
 
 // What the driver last said of one device's memory (0 when it never said).
 struct DeviceMemoryInfo {

@@ -13,4 +13,8 @@ void accelerator_attach(void*) {}
 
 bool accelerator_device_memory(int, DeviceMemoryInfo*) { return false; }
 
+DeviceTracking accelerator_device_tracking() {
+  return runtime_options().cuda ? DeviceTracking::kNotBuilt : DeviceTracking::kNotAsked;
+}
+
 }  // namespace leakscope::internal

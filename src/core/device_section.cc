@@ -34,10 +34,10 @@ struct InnerFigures {
 };
 
 struct Gathered {
-  DeviceFigures devices[kMaxDevices + 1];  // index device + 1: 0 holds blocks of no known device
+  DeviceFigures devices[kMaxDevices + 1] = {};  // index device + 1: 0 holds blocks of no known device
   InternalArray<OuterRange> outer;
   InternalArray<DeviceBlock> inner;
-  bool any;
+  bool any = false;
 };
 
 int domain_column(Domain domain) {
@@ -82,7 +82,7 @@ const OuterRange* outer_containing(const InternalArray<OuterRange>& outer, uintp
   return address < candidate->end ? candidate : nullptr;
 }
 
-Gathered gathered;  // the writer's alone; set anew for every snapshot
+constinit Gathered gathered;  // the writer's alone; set anew for every snapshot
 
 }  // namespace
 
@@ -99,17 +99,24 @@ void write_device_sections(FrameBuilder& frame, uint32_t sites_end) {
   InternalArray<InnerFigures> by_site;
   for (size_t i = 0; i < gathered.inner.size(); ++i) {
     const DeviceBlock& block = gathered.inner[i];
-    const OuterRange* outer = outer_containing(gathered.outer, block.begin);
-    if (outer == nullptr) continue;
-    const TripleEntry* triple = triple_get(outer->triple);
-    if (triple == nullptr || triple->site->id >= sites_end) continue;
     int device = block.device >= 0 && block.device < kMaxDevices ? block.device + 1 : 0;
-    gathered.devices[device].inner_bytes += block.size;
-    size_t at = 0;
-    while (at < by_site.size() && by_site[at].site != triple->site->id) ++at;
-    if (at == by_site.size() && !by_site.push_back(InnerFigures{triple->site->id, 0, 0})) continue;
-    by_site[at].bytes += block.size;
-    by_site[at].blocks += 1;
+    // A block may span several outer ranges (an expandable segment's chunks): each holds its share.
+    uintptr_t block_end = block.begin + block.size;
+    bool first = true;
+    for (const OuterRange* outer = outer_containing(gathered.outer, block.begin);
+         outer != nullptr && outer < gathered.outer.data() + gathered.outer.size() && outer->begin < block_end; ++outer) {
+      uintptr_t begin = outer->begin > block.begin ? outer->begin : block.begin;
+      uintptr_t end = outer->end < block_end ? outer->end : block_end;
+      const TripleEntry* triple = triple_get(outer->triple);
+      if (end <= begin || triple == nullptr || triple->site->id >= sites_end) continue;
+      gathered.devices[device].inner_bytes += end - begin;
+      size_t at = 0;
+      while (at < by_site.size() && by_site[at].site != triple->site->id) ++at;
+      if (at == by_site.size() && !by_site.push_back(InnerFigures{triple->site->id, 0, 0})) continue;
+      by_site[at].bytes += end - begin;
+      by_site[at].blocks += first ? 1 : 0;  // a block is counted where it starts
+      first = false;
+    }
   }
 
   uint64_t devices = 0;

@@ -59,17 +59,17 @@ void erase_at(uint32_t index) {
   --g_count;
 }
 
-// remove_matching() takes out every block `context` is 0 for or holds, calling on_removed for each.
-// A removal shifts later members back, around the end of the array too, so passes repeat until
-// one finds nothing (contexts are destroyed rarely).
-int remove_matching(uint64_t context, void (*on_removed)(const DeviceBlock&, void*), void* data) {
-  SpinLockGuard guard(g_lock);
+// remove_matching() takes out every block `selects` takes, calling on_removed for each (under the
+// lock). A removal shifts later members back, around the end of the array too, so passes repeat
+// until one finds nothing (contexts are destroyed, and mappings unmapped, rarely).
+template <typename Selects>
+int remove_matching(Selects selects, void (*on_removed)(const DeviceBlock&, void*), void* data) {
   int removed = 0;
   for (bool found = true; found;) {
     found = false;
     for (uint32_t index = 0; index < g_capacity;) {
       DeviceBlock& block = g_slots[index];
-      if (block.kind == DeviceKey::kEmpty || (context != 0 && block.context != context)) {
+      if (block.kind == DeviceKey::kEmpty || !selects(block)) {
         ++index;
         continue;
       }
@@ -110,11 +110,31 @@ bool device_table_remove(DeviceKey kind, uint64_t key, DeviceBlock* removed) {
 }
 
 int device_table_remove_context(uint64_t context, void (*on_removed)(const DeviceBlock&, void*), void* data) {
-  return context == 0 ? 0 : remove_matching(context, on_removed, data);
+  if (context == 0) return 0;
+  SpinLockGuard guard(g_lock);
+  // A VMM handle outlives the context it was made in until released; reservations too.
+  return remove_matching([context](const DeviceBlock& block) {
+    return block.context == context && block.kind != DeviceKey::kDriverHandle && block.kind != DeviceKey::kReservedRange;
+  }, on_removed, data);
 }
 
 int device_table_remove_all(void (*on_removed)(const DeviceBlock&, void*), void* data) {
-  return remove_matching(0, on_removed, data);
+  SpinLockGuard guard(g_lock);
+  return remove_matching([](const DeviceBlock&) { return true; }, on_removed, data);
+}
+
+bool device_table_release(uint64_t handle, DeviceBlock* removed) {
+  SpinLockGuard guard(g_lock);
+  if (g_count == 0) return false;
+  uint32_t index = find_slot(DeviceKey::kDriverHandle, handle);
+  if (g_slots[index].kind == DeviceKey::kEmpty) return false;
+  if (g_slots[index].begin != 0) {
+    g_slots[index].released = true;
+    return false;
+  }
+  *removed = g_slots[index];
+  erase_at(index);
+  return true;
 }
 
 void device_table_map(uint64_t handle, uintptr_t begin) {
@@ -124,11 +144,14 @@ void device_table_map(uint64_t handle, uintptr_t begin) {
   if (g_slots[index].kind != DeviceKey::kEmpty && g_slots[index].begin == 0) g_slots[index].begin = begin;
 }
 
-void device_table_unmap(uintptr_t begin, uint64_t size) {
+void device_table_unmap(uintptr_t begin, uint64_t size, void (*on_removed)(const DeviceBlock&, void*), void* data) {
   SpinLockGuard guard(g_lock);
+  auto mapped_here = [begin, size](const DeviceBlock& block) {
+    return block.kind == DeviceKey::kDriverHandle && block.begin >= begin && block.begin < begin + size;
+  };
+  remove_matching([&](const DeviceBlock& block) { return mapped_here(block) && block.released; }, on_removed, data);
   for (uint32_t index = 0; index < g_capacity; ++index) {
-    DeviceBlock& block = g_slots[index];
-    if (block.kind == DeviceKey::kDriverHandle && block.begin >= begin && block.begin < begin + size) block.begin = 0;
+    if (mapped_here(g_slots[index])) g_slots[index].begin = 0;
   }
 }
 

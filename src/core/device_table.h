@@ -35,6 +35,7 @@ struct DeviceBlock {
   DeviceKey kind;
   Domain domain;
   int16_t device;     // the device's ordinal, -1 when unknown
+  bool released;      // a VMM handle released while mapped: it ends when unmapped
 };
 
 // device_table_insert() adds a block. A block already under the same kind and key (its end was
@@ -54,10 +55,17 @@ int device_table_remove_context(uint64_t context, void (*on_removed)(const Devic
 int device_table_remove_all(void (*on_removed)(const DeviceBlock&, void*), void* data);
 
 // device_table_map() notes that the VMM allocation `handle` is mapped at `begin` (its first mapping
-// is kept: the one its bytes are looked up at); device_table_unmap() forgets the mappings of every
-// handle whose mapping lies in [begin, begin + size).
+// is kept: the one its bytes are looked up at).
 void device_table_map(uint64_t handle, uintptr_t begin);
-void device_table_unmap(uintptr_t begin, uint64_t size);
+
+// device_table_release() ends the VMM allocation `handle`: it is taken out and returned in
+// *removed (true), unless it is still mapped, when the driver keeps its memory until the mapping
+// goes: it is then marked released and stays (false).
+bool device_table_release(uint64_t handle, DeviceBlock* removed);
+
+// device_table_unmap() forgets the mappings of every handle mapped in [begin, begin + size); a
+// handle released before is taken out, and on_removed(block, data) called for it under the lock.
+void device_table_unmap(uintptr_t begin, uint64_t size, void (*on_removed)(const DeviceBlock&, void*), void* data);
 
 // device_table_visit() calls visit(blocks, count, data) with every block, under the lock (the
 // snapshot writer: `visit` must not call out).

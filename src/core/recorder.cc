@@ -240,6 +240,17 @@ void recorder_device_free(DeviceKey kind, uint64_t key) {
   if (device_table_remove(kind, key, &removed)) count_device_freed(removed, nullptr);
 }
 
+void recorder_device_release(uint64_t handle) {
+  runtime_poll_teardown();
+  DeviceBlock removed;
+  if (device_table_release(handle, &removed)) count_device_freed(removed, nullptr);
+}
+
+void recorder_device_unmap(uintptr_t begin, uint64_t size) {
+  runtime_poll_teardown();
+  device_table_unmap(begin, size, count_device_freed, nullptr);
+}
+
 void recorder_device_free_context(uint64_t context) {
   runtime_poll_teardown();
   device_table_remove_context(context, count_device_freed, nullptr);

@@ -91,6 +91,11 @@ void recorder_device_alloc(DeviceBlock block);
 // recorder_device_free() records the end of the block of `kind` at `key`, if it is tracked.
 void recorder_device_free(DeviceKey kind, uint64_t key);
 
+// recorder_device_release() ends the VMM allocation `handle`, or, while it is mapped, when it is
+// unmapped (recorder_device_unmap(), which forgets the mappings in [begin, begin + size)).
+void recorder_device_release(uint64_t handle);
+void recorder_device_unmap(uintptr_t begin, uint64_t size);
+
 // recorder_device_free_context() ends every block of the driver's destroyed `context`.
 void recorder_device_free_context(uint64_t context);
 

@@ -150,6 +150,30 @@ int open_output(bool descendant) {
   return fd;
 }
 
+// names_this_library() tells whether the LD_PRELOAD entry `entry` (`length` bytes) is libleakscope.
+bool names_this_library(const char* entry, size_t length) {
+  const char* name = entry;
+  for (size_t i = 0; i < length; ++i) {
+    if (entry[i] == '/') name = entry + i + 1;
+  }
+  size_t name_length = length - static_cast<size_t>(name - entry);
+  return name_length >= 15 && memcmp(name, "libleakscope.so", 15) == 0;
+}
+
+// preloaded() tells whether LD_PRELOAD names libleakscope. When it does not, the library was
+// loaded by other means: a CUDA driver or NVTX following an injection variable inherited by a
+// program that is not to be traced (follow_exec=0).
+bool preloaded() {
+  const char* preload = getenv("LD_PRELOAD");
+  for (const char* cursor = preload; cursor != nullptr && *cursor != '\0';) {
+    size_t length = strcspn(cursor, ": ");
+    if (length > 0 && names_this_library(cursor, length)) return true;
+    cursor += length;
+    if (*cursor != '\0') ++cursor;
+  }
+  return false;
+}
+
 // remove_self_from_preload() drops libleakscope from LD_PRELOAD so exec'd programs run untraced.
 void remove_self_from_preload() {
   const char* preload = getenv("LD_PRELOAD");
@@ -159,15 +183,7 @@ void remove_self_from_preload() {
   const char* cursor = preload;
   while (*cursor != '\0') {
     size_t length = strcspn(cursor, ": ");
-    bool ours = false;
-    if (length > 0) {
-      const char* name = cursor;
-      for (size_t i = 0; i < length; ++i) {
-        if (cursor[i] == '/') name = cursor + i + 1;
-      }
-      size_t name_length = length - static_cast<size_t>(name - cursor);
-      ours = name_length >= 15 && memcmp(name, "libleakscope.so", 15) == 0;
-    }
+    bool ours = length > 0 && names_this_library(cursor, length);
     if (length > 0 && !ours && used + length + 2 < sizeof(kept)) {
       if (used > 0) kept[used++] = ':';
       memcpy(kept + used, cursor, length);
@@ -493,6 +509,11 @@ void runtime_init(RealFunctionResolver resolve_real_functions) {
     return;
   }
   ++leakscope_tls_hook_depth;
+  if (!preloaded()) {
+    g_runtime_state.store(kDisabled, std::memory_order_release);
+    leave_outer_bookkeeping();
+    return;
+  }
   char error[kMaxPathLength + 256];
   bool ok = resolve_real_functions(error, sizeof(error));
   options_set_defaults(&g_options);

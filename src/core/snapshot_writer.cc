@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 
+#include "core/accelerator.h"
 #include "core/alloc_table.h"
 #include "core/checksum.h"
 #include "core/epoch.h"
@@ -268,6 +269,7 @@ void write_info(FrameBuilder& frame, Epoch closed, SnapshotReason reason, int si
   frame.varint(recorder_reserved_bytes());
   frame.varint(static_cast<uint64_t>(memory_budget_stage()));
   frame.varint(internal_peak_mapped_bytes());
+  frame.varint(static_cast<uint64_t>(accelerator_device_tracking()));
   frame.end_record(mark);
 }
 

@@ -65,6 +65,17 @@ enum class LeakCheckTrigger : uint32_t {
   kSignal = 2,    // the leak_check_signal option's signal
 };
 
+// Whether device memory is tracked (INFO): the `cuda` option's outcome so far.
+enum class DeviceTracking : uint32_t {
+  kNotAsked = 0,    // the cuda option is off
+  kWaiting = 1,     // asked; the process has not initialized CUDA (yet)
+  kTracking = 2,    // leakscope is CUPTI's subscriber
+  kNoCupti = 3,     // asked, but no libcupti could be loaded
+  kCuptiHeld = 4,   // asked, but another tool holds CUPTI's one subscriber slot
+  kCuptiFailed = 5, // asked, but CUPTI refused the subscription otherwise
+  kNotBuilt = 6,    // asked, but this libleakscope was built without CUDA
+};
+
 // LEAK_CHECK flags.
 constexpr uint64_t kLeakCheckMmapRoots = 1;  // the program's own anonymous mappings were roots
 

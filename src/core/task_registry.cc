@@ -53,6 +53,12 @@ TaskId task_intern(const char* name, uint64_t user_id) {
   if (TaskEntry* known = g_tasks.find(hash_mix(name_hash ^ user_id), same_task)) {
     return static_cast<TaskId>(known->id);
   }
+  // Names made per request ("req-<id>", a per-call NVTX range) would grow without bound: past
+  // kMaxTaskNames distinct ones, new names are one task.
+  if (g_task_names.end_id() > kMaxTaskNames && g_task_names.find(name_hash, same_name) == nullptr &&
+      strcmp(name, kOtherTaskNames) != 0) {
+    return task_intern(kOtherTaskNames, 0);
+  }
   TaskNameEntry* name_entry = g_task_names.find_or_insert(
       name_hash, same_name, [&] { return make_named<TaskNameEntry>(name, length); });
   if (name_entry == nullptr) return TaskId::kNone;

@@ -14,6 +14,10 @@
 namespace leakscope::internal {
 
 constexpr uint32_t kMaxIdsPerTaskName = 64;
+// At most this many distinct task names are kept apart; allocations under later new names go to
+// the task kOtherTaskNames.
+constexpr uint32_t kMaxTaskNames = 4096;
+inline constexpr const char* kOtherTaskNames = "(more task names than leakscope keeps apart)";
 constexpr uint32_t kMaxTaskNameLength = 255;
 
 struct TaskEntry {

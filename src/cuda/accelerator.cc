@@ -14,6 +14,7 @@
 #include "core/environment.h"
 #include "core/runtime.h"
 #include "cuda/cupti_subscriber.h"
+#include "interpose/hook_guard.h"
 
 namespace leakscope::internal {
 namespace {
@@ -73,6 +74,10 @@ void accelerator_start(const Options& options) {
   if (options.nvtx) claim("NVTX_INJECTION64_PATH", self, [](const char* current) { return strstr(current, "libcupti") == nullptr; });
 }
 
+DeviceTracking accelerator_device_tracking() {
+  return runtime_options().cuda ? cupti_outcome() : DeviceTracking::kNotAsked;
+}
+
 void accelerator_attach(void*) {
   if (!g_attach_on_load.load(std::memory_order_acquire) || !driver_loaded()) return;
   g_attach_on_load.store(false, std::memory_order_release);
@@ -86,7 +91,8 @@ void accelerator_attach(void*) {
 // program never fails for leakscope's sake.
 LS_EXPORT int InitializeInjection(void) {
   using namespace leakscope::internal;
-  if (g_runtime_state.load(std::memory_order_acquire) != kActive || !runtime_options().cuda) return 1;
+  // A library's static initializer may initialize CUDA before leakscope's own ran: init now.
+  if (!hook_should_record() || !runtime_options().cuda) return 1;
   Bookkeeping bookkeeping;
   cupti_subscribe();
   return 1;

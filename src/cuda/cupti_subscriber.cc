@@ -23,6 +23,7 @@ using DriverVersion = int (*)(int*);
 
 enum SubscriptionState : int { kUntried = 0, kTrying = 1, kSubscribed = 2, kNotSubscribed = 3 };
 std::atomic<int> g_state{kUntried};
+std::atomic<DeviceTracking> g_outcome{DeviceTracking::kWaiting};
 CUpti_SubscriberHandle g_subscriber = nullptr;
 
 void say(const char* what) {
@@ -64,8 +65,9 @@ void* load_cupti(const char* option) {
   if (strcmp(option, "auto") != 0) {
     void* handle = open_library(option);
     if (handle == nullptr) {
-      char why[4096 + 64];
-      snprintf(why, sizeof(why), "cannot load libcupti from the cupti option (%s)", option);
+      char why[4096 + 512];
+      const char* error = dlerror();
+      snprintf(why, sizeof(why), "cannot load libcupti from the cupti option (%s)", error != nullptr ? error : option);
       say(why);
     }
     return handle;
@@ -94,6 +96,7 @@ bool subscribe_with(void* cupti) {
   auto result_string = reinterpret_cast<ResultString>(dlsym(cupti, "cuptiGetResultString"));
   if ((subscribe_v2 == nullptr && subscribe == nullptr) || enable == nullptr) {
     say("the libcupti loaded has no cuptiSubscribe or cuptiEnableCallback");
+    g_outcome.store(DeviceTracking::kNoCupti, std::memory_order_release);
     return false;
   }
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64] = {};
@@ -113,6 +116,7 @@ bool subscribe_with(void* cupti) {
     snprintf(why, sizeof(why), "CUPTI allows one subscriber and %s holds it (a profiler such as Nsight or torch.profiler)",
              holder[0] != '\0' ? holder : "another tool");
     say(why);
+    g_outcome.store(DeviceTracking::kCuptiHeld, std::memory_order_release);
     return false;
   }
   if (result != CUPTI_SUCCESS) {
@@ -121,6 +125,7 @@ bool subscribe_with(void* cupti) {
     char why[256];
     snprintf(why, sizeof(why), "cuptiSubscribe failed: %s", text);
     say(why);
+    g_outcome.store(DeviceTracking::kCuptiFailed, std::memory_order_release);
     return false;
   }
   size_t count = 0;
@@ -134,12 +139,16 @@ bool subscribe_with(void* cupti) {
 
 }  // namespace
 
+DeviceTracking cupti_outcome() { return g_outcome.load(std::memory_order_acquire); }
+
 bool cupti_subscribe() {
   int state = kUntried;
   // One thread tries; one that comes meanwhile is not subscribed yet and goes on.
   if (!g_state.compare_exchange_strong(state, kTrying, std::memory_order_acq_rel)) return state == kSubscribed;
   void* cupti = load_cupti(runtime_options().cupti.text);
+  if (cupti == nullptr) g_outcome.store(DeviceTracking::kNoCupti, std::memory_order_release);
   bool subscribed = cupti != nullptr && subscribe_with(cupti);
+  if (subscribed) g_outcome.store(DeviceTracking::kTracking, std::memory_order_release);
   g_state.store(subscribed ? kSubscribed : kNotSubscribed, std::memory_order_release);
   return subscribed;
 }

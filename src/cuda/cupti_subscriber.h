@@ -10,12 +10,18 @@
 #ifndef LEAKSCOPE_CUDA_CUPTI_SUBSCRIBER_H_
 #define LEAKSCOPE_CUDA_CUPTI_SUBSCRIBER_H_
 
+#include "core/stream_format.h"
+
 namespace leakscope::internal {
 
 // cupti_subscribe() subscribes once per process and returns whether leakscope is subscribed;
 // later calls return that at once. Call inside the runtime (hook depth > 0): what libcupti
 // allocates as it loads is not the program's. Thread-safe.
 bool cupti_subscribe();
+
+// cupti_outcome() is what became of the subscription: kWaiting before cupti_subscribe() finished,
+// then kTracking or why not. Lock-free.
+DeviceTracking cupti_outcome();
 
 }  // namespace leakscope::internal
 

@@ -6,7 +6,7 @@
 #include <atomic>
 
 #include "core/accelerator.h"
-#include "core/epoch.h"
+#include "core/sys.h"
 
 namespace leakscope::internal {
 namespace {
@@ -14,7 +14,7 @@ namespace {
 constexpr int kMaxDevices = 64;
 
 struct DeviceReading {
-  std::atomic<uint32_t> epoch_plus_one;  // the epoch of the last reading + 1; 0: never read
+  std::atomic<uint64_t> read_ns;  // when it was last read (monotonic); 0: never
   std::atomic<uint64_t> used_bytes;
   std::atomic<uint64_t> total_bytes;
 };
@@ -26,13 +26,15 @@ DeviceReading g_readings[kMaxDevices];
 
 void device_memory_set_reader(MemoryInfoFunction reader) { g_reader.store(reader, std::memory_order_release); }
 
-void device_memory_note(int device) {
+constexpr uint64_t kFrequentCallGapNs = 1000000;
+
+void device_memory_note(int device, bool frequent) {
   MemoryInfoFunction reader = g_reader.load(std::memory_order_acquire);
   if (reader == nullptr || device < 0 || device >= kMaxDevices) return;
   DeviceReading& reading = g_readings[device];
-  uint32_t stamp = raw(epoch_current()) + 1;
-  uint32_t last = reading.epoch_plus_one.load(std::memory_order_relaxed);
-  if (last == stamp || !reading.epoch_plus_one.compare_exchange_strong(last, stamp, std::memory_order_relaxed)) return;
+  uint64_t now = sys::monotonic_ns();
+  if (frequent && now - reading.read_ns.load(std::memory_order_relaxed) < kFrequentCallGapNs) return;
+  reading.read_ns.store(now, std::memory_order_relaxed);
   size_t free_bytes = 0, total_bytes = 0;
   if (reader(&free_bytes, &total_bytes) != 0 || total_bytes < free_bytes) return;  // 0 is CUDA_SUCCESS
   reading.used_bytes.store(total_bytes - free_bytes, std::memory_order_relaxed);

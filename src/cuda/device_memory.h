@@ -1,8 +1,9 @@
 // File: device_memory.h
 //
 // What the driver says of each device's memory (cuMemGetInfo: used and total bytes), read on a
-// program thread that has just made a memory call on that device (its context is current there),
-// at most once per epoch per device, and kept for the snapshot writer (accelerator.h).
+// program thread as each memory call returns, for the device whose context is current there (the
+// only one cuMemGetInfo speaks of), and kept for the snapshot writer (accelerator.h). Stream-ordered
+// calls, which a pool serves in a microsecond, read it at most once a millisecond.
 #ifndef LEAKSCOPE_CUDA_DEVICE_MEMORY_H_
 #define LEAKSCOPE_CUDA_DEVICE_MEMORY_H_
 
@@ -14,9 +15,10 @@ namespace leakscope::internal {
 using MemoryInfoFunction = int (*)(size_t* free_bytes, size_t* total_bytes);
 void device_memory_set_reader(MemoryInfoFunction reader);
 
-// device_memory_note() reads the driver's figures for `device` unless they were read in this
-// epoch. Call from a memory callback on the thread that made the call. Thread-safe.
-void device_memory_note(int device);
+// device_memory_note() reads the driver's figures for `device`, the current context's, unless
+// `frequent` and they were read less than a millisecond ago. Call from a memory callback at API
+// exit, on the thread that made the call. Thread-safe.
+void device_memory_note(int device, bool frequent);
 
 }  // namespace leakscope::internal
 

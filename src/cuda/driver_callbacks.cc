@@ -21,6 +21,21 @@ int device_of(CUcontext context) {
   return static_cast<int>(device);
 }
 
+// stream_ordered() tells the calls a memory pool serves (cudaMallocAsync), made as often as malloc.
+bool stream_ordered(CUpti_CallbackId id) {
+  switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool succeeded(const CUpti_CallbackData* call) {
   return call->callbackSite == CUPTI_API_EXIT && call->functionReturnValue != nullptr &&
          *static_cast<const CUresult*>(call->functionReturnValue) == CUDA_SUCCESS;
@@ -30,8 +45,7 @@ void record_block(const CUpti_CallbackData* call, DeviceKey kind, Domain domain,
                   uintptr_t begin, int device) {
   if (size == 0) return;
   recorder_device_alloc(DeviceBlock{key, size, begin, address_of(call->context), TripleId::kNone, Epoch{}, kind, domain,
-                                    static_cast<int16_t>(device)});
-  if (device >= 0) device_memory_note(device);
+                                    static_cast<int16_t>(device), false});
 }
 
 void record_alloc(const CUpti_CallbackData* call, Domain domain, uint64_t address, uint64_t size) {
@@ -55,7 +69,7 @@ void vmm_create(const CUpti_CallbackData* call) {
 
 void vmm_release(const CUpti_CallbackData* call) {
   auto* p = static_cast<const cuMemRelease_params*>(call->functionParams);
-  if (call->callbackSite == CUPTI_API_ENTER) recorder_device_free(DeviceKey::kDriverHandle, p->handle);
+  if (call->callbackSite == CUPTI_API_ENTER) recorder_device_release(p->handle);
 }
 
 void vmm_map(const CUpti_CallbackData* call) {
@@ -65,7 +79,7 @@ void vmm_map(const CUpti_CallbackData* call) {
 
 void vmm_unmap(const CUpti_CallbackData* call) {
   auto* p = static_cast<const cuMemUnmap_params*>(call->functionParams);
-  if (call->callbackSite == CUPTI_API_ENTER) device_table_unmap(p->ptr, p->size);
+  if (call->callbackSite == CUPTI_API_ENTER) recorder_device_unmap(p->ptr, p->size);
 }
 
 void vmm_reserve(const CUpti_CallbackData* call) {
@@ -124,7 +138,11 @@ void CUPTIAPI driver_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
   if (data == nullptr || !hook_should_record()) return;
   Bookkeeping record;
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-    on_driver_call(id, static_cast<const CUpti_CallbackData*>(data));
+    auto* call = static_cast<const CUpti_CallbackData*>(data);
+    on_driver_call(id, call);
+    // What the driver says is used, on the device whose context is current here (the only one
+    // cuMemGetInfo speaks of), after the call took effect.
+    if (call->callbackSite == CUPTI_API_EXIT) device_memory_note(device_of(call->context), stream_ordered(id));
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     auto* resource = static_cast<const CUpti_ResourceData*>(data);
     recorder_device_free_context(address_of(resource->context));

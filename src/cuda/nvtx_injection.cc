@@ -137,9 +137,9 @@ void install(NvtxFunctionTable table, unsigned size, unsigned slot, Function fun
 // NVTX a no-op there (tracking off, or the nvtx option not set).
 LS_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
   using namespace leakscope::internal;
-  if (get_export_table == nullptr || g_runtime_state.load(std::memory_order_acquire) != kActive || !runtime_options().nvtx) {
-    return 0;
-  }
+  // A library's static initializer may make the first NVTX call before leakscope's own ran: the
+  // runtime is initialized now (NVTX asks once).
+  if (get_export_table == nullptr || !hook_should_record() || !runtime_options().nvtx) return 0;
   auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
   if (callbacks == nullptr || callbacks->GetModuleFunctionTable == nullptr) return 0;
   NvtxFunctionTable core = nullptr;

@@ -209,6 +209,8 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
         info.reserved_bytes = cursor.done() ? 0 : cursor.varint("reserved");
         info.budget_stage = cursor.done() ? 0 : cursor.u32("budget stage");
         info.peak_overhead_bytes = cursor.done() ? 0 : cursor.varint("peak overhead");
+        info.device_tracking = cursor.done() ? internal::DeviceTracking::kNotAsked
+                                             : static_cast<internal::DeviceTracking>(cursor.u32("device tracking"));
         if (info.budget_stage >= 1 && !budget_times_.coarse_stacks_ns) budget_times_.coarse_stacks_ns = info.time_ns;
         if (info.budget_stage >= 2 && !budget_times_.counting_only_ns) budget_times_.counting_only_ns = info.time_ns;
         epoch_close_ns_[epoch] = info.time_ns;

@@ -59,6 +59,7 @@ struct SnapshotInfo {
   uint64_t reserved_bytes = 0;  // address space mapped PROT_NONE, not memory (0 in older streams)
   uint32_t budget_stage = 0;    // internal::BudgetStage of leakscope's own memory budget
   uint64_t peak_overhead_bytes = 0;  // the most leakscope's own memory was so far (0 in older streams)
+  internal::DeviceTracking device_tracking = internal::DeviceTracking::kNotAsked;  // kept as written, known or not
 };
 
 // When leakscope's own memory reached its budget (docs/RUNTIME.md), as snapshot times; absent

@@ -24,6 +24,19 @@ std::string utc_text(uint64_t realtime_ns, const char* format) {
   return text;
 }
 
+const char* device_tracking_name(internal::DeviceTracking tracking) {
+  switch (tracking) {
+    case internal::DeviceTracking::kNotAsked: return "off";
+    case internal::DeviceTracking::kWaiting: return "waiting";
+    case internal::DeviceTracking::kTracking: return "on";
+    case internal::DeviceTracking::kNoCupti: return "no_cupti";
+    case internal::DeviceTracking::kCuptiHeld: return "cupti_held";
+    case internal::DeviceTracking::kCuptiFailed: return "cupti_failed";
+    case internal::DeviceTracking::kNotBuilt: return "not_built";
+  }
+  return "unknown";
+}
+
 // device_text() is one device's line: its domains, the caching allocator's reserve in use, and
 // what the driver says.
 std::string device_text(const DeviceMemory& device) {
@@ -49,6 +62,17 @@ std::string device_text(const DeviceMemory& device) {
 }
 
 }  // namespace
+
+const char* device_tracking_failure(internal::DeviceTracking tracking) {
+  switch (tracking) {
+    case internal::DeviceTracking::kNoCupti: return "no libcupti could be loaded (name one with --option cupti=PATH)";
+    case internal::DeviceTracking::kCuptiHeld:
+      return "another tool held CUPTI's one subscriber slot (a profiler such as Nsight or torch.profiler; the run's stderr names it)";
+    case internal::DeviceTracking::kCuptiFailed: return "CUPTI refused the subscription (the run's stderr says why)";
+    case internal::DeviceTracking::kNotBuilt: return "this libleakscope was built without CUDA";
+    default: return nullptr;
+  }
+}
 
 std::string wall_clock_text(uint64_t realtime_ns) { return utc_text(realtime_ns, "%Y-%m-%d %H:%M:%S UTC"); }
 
@@ -108,6 +132,7 @@ nlohmann::json run_header_json(const RunHeader& header) {
                        {"driver_total_bytes", device.driver_total_bytes != 0 ? nlohmann::json(device.driver_total_bytes) : nlohmann::json()}});
   }
   document["devices"] = devices;
+  document["device_tracking"] = device_tracking_name(shown.device_tracking);
   return document;
 }
 
@@ -133,6 +158,9 @@ std::string run_header_text(const RunHeader& header, const std::string& title) {
                        format_bytes(static_cast<int64_t>(shown.reserved_bytes)));
   }
   for (const DeviceMemory& device : header.devices) out += wrap(device_text(device), "   ", "");
+  if (const char* why = device_tracking_failure(shown.device_tracking)) {
+    out += wrap(fmt::format("device memory: not tracked, though the cuda option asked for it: {}", why), "   ", "");
+  }
   std::string own = format_bytes(static_cast<int64_t>(shown.overhead_bytes));
   if (shown.peak_overhead_bytes > shown.overhead_bytes) {
     own += fmt::format(" (peak {})", format_bytes(static_cast<int64_t>(shown.peak_overhead_bytes)));

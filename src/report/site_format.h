@@ -28,6 +28,10 @@ struct RunHeader {
   const char* shown_word = "shown";  // "judged" in a report
 };
 
+// device_tracking_failure() says why device memory is not tracked though the cuda option asked
+// for it, or nullptr when it is, or was not asked for.
+const char* device_tracking_failure(internal::DeviceTracking tracking);
+
 // run_header_json() holds the fields every JSON document starts with (version, process, start
 // time, snapshots, the shown snapshot and why, how the stream ended, memory, live bytes by domain).
 nlohmann::json run_header_json(const RunHeader& header);

@@ -70,6 +70,7 @@ TEST_F(CudaService, DeviceHostAndManagedMemoryAreExactPerDomain) {
   EXPECT_EQ(domains["cuda"], 64 * kMiB + 6 * 2 * kMiB + 4 * kMiB);
   EXPECT_EQ(domains["cuda_host"], 4 * kMiB + 64 * 1024);  // the pinned staging buffer, the registered I/O buffer
   EXPECT_EQ(domains["cuda_managed"], 1 * kMiB);
+  EXPECT_EQ((*document_)["device_tracking"], "on");
 }
 
 TEST_F(CudaService, TheKeptKvCachesAreOneSiteOnTheStackOfTheCallThatMadeThem) {
@@ -241,10 +242,63 @@ TEST(Cuda, AnotherCuptiSubscriberIsNamedOnceAndHostTrackingGoesOn) {
   EXPECT_EQ(run.err.find(line), run.err.rfind(line)) << "said once";
   nlohmann::json document = dump(file);
   EXPECT_EQ(document["live_bytes_by_domain"].value("cuda", 0), 0);
+  EXPECT_EQ(document["device_tracking"], "cupti_held");
+  // The stream says so too, so that a gate on it is not passed in silence.
+  Outcome gate = leakscope({"check", file, "--max-leaked", "1MiB"});
+  EXPECT_NE(gate.out.find("device memory: not tracked, though the cuda option asked for it: another tool held CUPTI's one"),
+            std::string::npos) << gate.out;
   std::vector<nlohmann::json> io = sites_holding(document, "register_io_buffer", "heap");
   ASSERT_EQ(io.size(), 1u);
   EXPECT_EQ(io[0]["domain"], "heap");
   EXPECT_EQ(io[0]["live_bytes"], 64 * 1024);
+}
+
+TEST(Cuda, NoLibcuptiIsSaidInTheStreamAndHostTrackingGoesOn) {
+  std::string file = scratch_dir() + "/no-cupti.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--cuda", "--option", "cupti=/nonexistent/libcupti.so", "--",
+                           fixture("cuda_service"), "serve", "2"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("leakscope: CUDA device memory is not tracked: cannot load libcupti from the cupti option"),
+            std::string::npos) << run.err;
+  nlohmann::json document = dump(file);
+  EXPECT_EQ(document["device_tracking"], "no_cupti");
+  EXPECT_EQ(sites_holding(document, "register_io_buffer", "heap").at(0)["live_bytes"], 64 * 1024);
+}
+
+TEST(Cuda, VmmMemoryReleasedWhileMappedLivesUntilUnmapped) {
+  std::string file = scratch_dir() + "/vmm.lsc";
+  Outcome run = leakscope(cuda_run(file, {fixture("cuda_service"), "vmm"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "released while mapped: cuda 16777216, cuda_host 0, cuda_managed 0\n"
+            "unmapped: cuda 0, cuda_host 0, cuda_managed 0\n");
+}
+
+TEST(Cuda, ALibraryThatUsesCudaAndNvtxBeforeLeakscopeStartsIsStillFollowed) {
+  // Its static initializer runs before libleakscope's: cuInit, a 5 MiB buffer, an NVTX range.
+  std::string file = scratch_dir() + "/early.lsc";
+  Outcome run = leakscope(cuda_run(file, {fixture("early_cuda_service")}, {"--cuda", "--nvtx"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "ready 1\n");
+  nlohmann::json document = dump(file);
+  EXPECT_EQ(sites_holding(document, "warm_up_device", "cuda").at(0)["live_bytes"], 5 * kMiB);
+  nlohmann::json vocabulary = sites_holding(document, "load_vocabulary", "heap").at(0);
+  EXPECT_EQ(vocabulary["live_bytes"], 11111);
+  EXPECT_EQ(vocabulary["tasks"].at(0)["name"], "early-work");
+}
+
+TEST(Cuda, AProgramThatInheritsTheInjectionWithoutThePreloadStaysUntraced) {
+  // An exec'd program under follow_exec=0 keeps CUDA_INJECTION64_PATH: the driver loads
+  // libleakscope into it, where it does nothing.
+  std::string directory = scratch_dir();
+  Outcome run = run_program({fixture("cuda_service"), "serve", "2"},
+                            {{"LD_PRELOAD", ""}, {"CUDA_INJECTION64_PATH", preload_library()},
+                             {"NVTX_INJECTION64_PATH", preload_library()},
+                             {"LEAKSCOPE_OPTIONS", "cuda=1,nvtx=1,output=" + directory + "/inherited.lsc"}});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "served 2 requests, 2 KV caches kept\n");
+  EXPECT_EQ(run.err, "");
+  EXPECT_TRUE(files_in(directory).empty());
 }
 
 TEST(Cuda, WithoutTheCudaOptionTheDriverIsNotFollowed) {

@@ -301,6 +301,16 @@ int run_command(const RunOptions& options) {
     setenv("LD_PRELOAD", ld_preload.c_str(), 1);
     setenv("LEAKSCOPE_OPTIONS", runtime_options.c_str(), 1);
     unsetenv("LEAKSCOPE_TRACED_ROOT");  // the command is the root of what gets traced
+    // The injection variables are set before the program starts, not by the runtime as it starts:
+    // a library's static initializer may initialize CUDA or make an NVTX call before leakscope's
+    // own runs, and each reads its variable once. One naming another library is left (the runtime
+    // says so), but libcupti as NVTX's injection, which would take CUPTI from leakscope.
+    const char* cuda_injection = getenv("CUDA_INJECTION64_PATH");
+    if (options.cuda && (cuda_injection == nullptr || *cuda_injection == '\0')) setenv("CUDA_INJECTION64_PATH", preload.c_str(), 1);
+    const char* nvtx_injection = getenv("NVTX_INJECTION64_PATH");
+    if (options.nvtx && (nvtx_injection == nullptr || *nvtx_injection == '\0' || strstr(nvtx_injection, "libcupti") != nullptr)) {
+      setenv("NVTX_INJECTION64_PATH", preload.c_str(), 1);
+    }
     // Tools inside the program that read their own stream (the pytest plugin) run this CLI.
     char self[4096];
     ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -5,7 +5,8 @@
 // parameter struct and result) through the stand-in libcupti's dispatch; destroying a context
 // issues the resource domain's CONTEXT_DESTROY_STARTING. Device memory is address space only: each
 // device has 80 GiB, handed out from an address range of its own, and a request beyond what is
-// left fails with CUDA_ERROR_OUT_OF_MEMORY. Host and managed memory are real mappings.
+// left fails with CUDA_ERROR_OUT_OF_MEMORY. Host and managed memory are real mappings. VMM memory
+// released while mapped stays until its last mapping is unmapped, as the driver keeps it.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -32,9 +33,16 @@ std::mutex g_mutex;
 StandinDispatch g_dispatch = nullptr;
 bool g_initialized = false;
 uint64_t g_used[kDevices] = {};
-uint64_t g_next_address[kDevices] = {0x7e0000000000, 0x7f0000000000 - (uint64_t{1} << 40)};
+uint64_t g_next_address[kDevices] = {0x7e0000000000, 0x7f0000000000};  // 1 TiB apart
 std::map<uint64_t, Allocation> g_allocations;                   // by address
-std::map<uint64_t, std::pair<uint64_t, StandinContext*>> g_handles;  // VMM handle -> size, context
+struct Handle {
+  uint64_t size;
+  StandinContext* context;
+  int mappings;
+  bool released;  // its memory goes with its last mapping
+};
+std::map<uint64_t, Handle> g_handles;               // VMM handle -> its memory
+std::map<uint64_t, uint64_t> g_mappings;            // mapped address -> handle
 uint64_t g_next_handle = 1;
 unsigned g_next_context_id = 1;
 uint32_t g_correlation = 0;
@@ -274,7 +282,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CU
     if (g_used[device] + size > kDeviceBytes) return CUDA_ERROR_OUT_OF_MEMORY;
     g_used[device] += size;
     *handle = g_next_handle++;
-    g_handles[*handle] = {size, tls_context};
+    g_handles[*handle] = Handle{size, tls_context, 0, false};
     return CUDA_SUCCESS;
   });
 }
@@ -284,8 +292,13 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   return driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemRelease, "cuMemRelease", &params, [&] {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto found = g_handles.find(handle);
-    if (found == g_handles.end()) return CUDA_ERROR_INVALID_VALUE;
-    g_used[found->second.second->device] -= found->second.first;
+    if (found == g_handles.end() || found->second.released) return CUDA_ERROR_INVALID_VALUE;
+    // As the driver does: memory still mapped is freed with its last mapping.
+    if (found->second.mappings > 0) {
+      found->second.released = true;
+      return CUDA_SUCCESS;
+    }
+    g_used[found->second.context->device] -= found->second.size;
     g_handles.erase(found);
     return CUDA_SUCCESS;
   });
@@ -295,13 +308,28 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
   cuMemMap_params params{ptr, size, offset, handle, flags};
   return driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemMap, "cuMemMap", &params, [&] {
     std::lock_guard<std::mutex> lock(g_mutex);
-    return g_handles.count(handle) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    auto found = g_handles.find(handle);
+    if (found == g_handles.end() || found->second.released) return CUDA_ERROR_INVALID_VALUE;
+    ++found->second.mappings;
+    g_mappings[ptr] = handle;
+    return CUDA_SUCCESS;
   });
 }
 
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   cuMemUnmap_params params{ptr, size};
-  return driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, "cuMemUnmap", &params, [&] { return CUDA_SUCCESS; });
+  return driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, "cuMemUnmap", &params, [&] {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto mapping = g_mappings.find(ptr);
+    if (mapping == g_mappings.end()) return CUDA_ERROR_INVALID_VALUE;
+    auto found = g_handles.find(mapping->second);
+    g_mappings.erase(mapping);
+    if (found != g_handles.end() && --found->second.mappings == 0 && found->second.released) {
+      g_used[found->second.context->device] -= found->second.size;
+      g_handles.erase(found);
+    }
+    return CUDA_SUCCESS;
+  });
 }
 
 }  // extern "C"
