@@ -566,9 +566,11 @@ void runtime_after_bookkeeping_slow() {
   if (signal_number == 0) return;
   leakscope_tls_held_signal = 0;
   runtime_fatal_signal_snapshot(signal_number);
-  // The handler that held it was leakscope's (the program had none): end as the default would.
+  // The handler that held it was leakscope's (the program had none), and left it blocked: end as
+  // the default would.
   sys::reset_signal_to_default(signal_number);
   sys::signal_thread(sys::get_tid(), signal_number);
+  sys::unblock_signal(signal_number);
 }
 
 int runtime_snapshot_now() {

@@ -157,6 +157,11 @@ long read_directory_entries(int fd, void* buffer, size_t size) {
   return checked(syscall(SYS_getdents64, fd, buffer, size));
 }
 
+int unblock_signal(int signal_number) {
+  uint64_t set = uint64_t{1} << (signal_number - 1);
+  return static_cast<int>(checked(syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &set, nullptr, sizeof(set))));
+}
+
 int signal_thread(pid_t tid, int signal_number) {
   return static_cast<int>(checked(syscall(SYS_tgkill, get_pid(), tid, signal_number)));
 }

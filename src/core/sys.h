@@ -50,6 +50,8 @@ pid_t get_pid();
 pid_t get_ppid();
 pid_t get_tid();
 int signal_thread(pid_t tid, int signal_number);
+// unblock_signal() takes `signal_number` out of the calling thread's blocked set (rt_sigprocmask).
+int unblock_signal(int signal_number);
 // reset_signal_to_default() sets the disposition of `signal_number` to SIG_DFL (rt_sigaction).
 int reset_signal_to_default(int signal_number);
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <ucontext.h>
 
 #include <atomic>
 
@@ -45,20 +46,26 @@ bool is_fault(int signal_number, const siginfo_t* info) {
   return synchronous && info != nullptr && info->si_code > 0;
 }
 
-void on_fatal_signal(int signal_number, siginfo_t* info, void*) {
+void on_fatal_signal(int signal_number, siginfo_t* info, void* context) {
   int saved_errno = errno;
   // A signal sent while this thread is in leakscope's bookkeeping waits until it leaves it
-  // (microseconds): the final snapshot then needs no lock the interrupted code might hold.
+  // (microseconds): the final snapshot then needs no lock the interrupted code might hold. It stays
+  // blocked meanwhile (in the mask the interrupted code resumes with), so that a second one waits
+  // too instead of taking the default action SA_RESETHAND has put back.
   if (leakscope_tls_hook_depth != 0 && !is_fault(signal_number, info) && leakscope_tls_held_signal == 0) {
     leakscope_tls_held_signal = signal_number;
+    if (context != nullptr) sigaddset(&static_cast<ucontext_t*>(context)->uc_sigmask, signal_number);
     errno = saved_errno;
     return;
   }
   runtime_fatal_signal_snapshot(signal_number);
-  // SA_RESETHAND has restored SIG_DFL and SA_NODEFER leaves the signal unblocked, so this
-  // delivers the default action now: the process ends as it would have without us.
+  // SA_RESETHAND has restored SIG_DFL; the signal stayed blocked while the final snapshot was
+  // written, so a second one (a process group's SIGTERM, and `leakscope run` passing it on) waited
+  // instead of ending the process half-way. Raised again and unblocked, the default action ends
+  // the process now, as it would have without us.
   g_ours[signal_number].store(false, std::memory_order_release);
   sys::signal_thread(sys::get_tid(), signal_number);
+  sys::unblock_signal(signal_number);
   errno = saved_errno;
 }
 
@@ -100,7 +107,7 @@ void on_leak_check_signal(int, siginfo_t*, void*) {
 }
 
 bool install(int signal_number, void (*handler)(int, siginfo_t*, void*) = on_fatal_signal,
-             int flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_ONSTACK) {
+             int flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK) {
   struct sigaction current;
   if (g_real.sigaction(signal_number, nullptr, &current) != 0) return false;
   if ((current.sa_flags & SA_SIGINFO) != 0 || current.sa_handler != SIG_DFL) return false;
