@@ -1,5 +1,7 @@
 #include "core/recorder.h"
 
+#include <string.h>
+
 #include <atomic>
 
 #include "core/epoch.h"
@@ -90,12 +92,19 @@ int native_startup_stack(ThreadState* thread, const StackRequest& request, uintp
 // so that a recorder call on a small signal stack never reserves it. A block of
 // kStartupWholeStackBytes or more keeps its whole stack even during start-up (such blocks are
 // few, and they are the weights and tables a reader wants named).
-LS_NOINLINE StackId captured_stack(ThreadState* thread, size_t size) {
+LS_NOINLINE StackId captured_stack(ThreadState* thread, size_t size, DriverFrames driver_frames = nullptr) {
   uintptr_t frames[kMaxStackDepth];
   bool cut = g_startup_depth != 0 && size < kStartupWholeStackBytes;
   StackRequest request{g_depth, cut ? g_startup_depth : 0, cut ? startup_phase_marker() : 0};
   int depth = interpreter_capture_stack(thread, request, frames);
   if (depth < 0) depth = native_startup_stack(thread, request, frames);
+  if (driver_frames != nullptr && depth > 1) {
+    int inside = driver_frames(frames, depth);
+    if (inside > 0 && inside < depth) {
+      memmove(frames, frames + inside, static_cast<size_t>(depth - inside) * sizeof(frames[0]));
+      depth -= inside;
+    }
+  }
   BudgetStage stage = memory_budget_stage();
   if (LS_LIKELY(stage == BudgetStage::kWithin)) return depot_intern(frames, depth);
   return budgeted_stack(frames, depth, stage);
@@ -103,13 +112,13 @@ LS_NOINLINE StackId captured_stack(ThreadState* thread, size_t size) {
 
 // current_triple() captures the caller's stack and returns its triple, or nullptr. On an
 // alternate signal stack too small for an unwind the stack is the one kSmallSignalStackFrame.
-TripleEntry* current_triple(Domain domain, ThreadState* thread, size_t size) {
+TripleEntry* current_triple(Domain domain, ThreadState* thread, size_t size, DriverFrames driver_frames = nullptr) {
   if (thread == nullptr) return nullptr;
   if (LS_UNLIKELY(!stack_capture_has_room(thread))) {
     uintptr_t marker = kSmallSignalStackFrame;
     return triple_for(thread, domain, depot_intern(&marker, 1));
   }
-  return triple_for(thread, domain, captured_stack(thread, size));
+  return triple_for(thread, domain, captured_stack(thread, size, driver_frames));
 }
 
 void count_freed(const AllocRecord& record, Epoch now) {
@@ -220,12 +229,12 @@ void recorder_count_freed(const AllocRecord& taken) { count_freed(taken, epoch_c
 
 void recorder_restore(const AllocRecord& taken) { put_record(taken); }
 
-void recorder_device_alloc(DeviceBlock block) {
+void recorder_device_alloc(DeviceBlock block, DriverFrames driver_frames) {
   runtime_poll_teardown();
   block.birth = epoch_current();
   block.triple = TripleId::kNone;
   if (block.kind != DeviceKey::kReservedRange) {
-    TripleEntry* triple = current_triple(block.domain, thread_current(), block.size);
+    TripleEntry* triple = current_triple(block.domain, thread_current(), block.size, driver_frames);
     if (triple == nullptr) return;
     triple_record_alloc(triple, block.size, 1);  // device blocks are few: always recorded, never sampled
     block.triple = static_cast<TripleId>(triple->id);

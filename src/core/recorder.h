@@ -86,7 +86,11 @@ void recorder_restore_range(const TakenRange& taken);
 //
 // recorder_device_alloc() records `block` (key, kind, domain, size, begin, context, device given;
 // triple and birth filled here). A reserved range (DeviceKey::kReservedRange) is kept in no triple.
-void recorder_device_alloc(DeviceBlock block);
+// `driver_frames`, when given, says how many of the captured stack's innermost frames are the
+// driver's own (a callback's way in), which the stack leaves out: it then starts at the call the
+// program made.
+using DriverFrames = int (*)(const uintptr_t* frames, int depth);
+void recorder_device_alloc(DeviceBlock block, DriverFrames driver_frames = nullptr);
 
 // recorder_device_free() records the end of the block of `kind` at `key`, if it is tracked.
 void recorder_device_free(DeviceKey kind, uint64_t key);

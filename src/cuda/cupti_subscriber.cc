@@ -11,6 +11,7 @@
 #include "core/runtime.h"
 #include "cuda/device_memory.h"
 #include "cuda/driver_callbacks.h"
+#include "cuda/driver_frames.h"
 
 namespace leakscope::internal {
 namespace {
@@ -128,6 +129,7 @@ bool subscribe_with(void* cupti) {
     g_outcome.store(DeviceTracking::kCuptiFailed, std::memory_order_release);
     return false;
   }
+  driver_frames_find();
   size_t count = 0;
   const CUpti_CallbackId* ids = driver_callback_ids(&count);
   for (size_t i = 0; i < count; ++i) enable(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, ids[i]);

@@ -5,6 +5,7 @@
 #include "core/recorder.h"
 #include "core/runtime.h"
 #include "cuda/device_memory.h"
+#include "cuda/driver_frames.h"
 #include "interpose/hook_guard.h"
 
 namespace leakscope::internal {
@@ -45,7 +46,8 @@ void record_block(const CUpti_CallbackData* call, DeviceKey kind, Domain domain,
                   uintptr_t begin, int device) {
   if (size == 0) return;
   recorder_device_alloc(DeviceBlock{key, size, begin, address_of(call->context), TripleId::kNone, Epoch{}, kind, domain,
-                                    static_cast<int16_t>(device), false});
+                                    static_cast<int16_t>(device), false},
+                        driver_frames);
 }
 
 void record_alloc(const CUpti_CallbackData* call, Domain domain, uint64_t address, uint64_t size) {
