@@ -2,7 +2,29 @@
 
 #include <cstdint>
 
+#include "core/stream_format.h"
+
 namespace leakscope::report {
+
+void LiveSeries::Track::append(int64_t value) {
+  uint8_t bytes[internal::kMaxVarintSize];
+  uint8_t* end = internal::varint_put(bytes, internal::zigzag_encode(value - last));
+  deltas.insert(deltas.end(), bytes, end);
+  last = value;
+}
+
+std::vector<int64_t> LiveSeries::Track::values() const {
+  std::vector<int64_t> values;
+  const uint8_t* cursor = deltas.data();
+  const uint8_t* end = cursor + deltas.size();
+  int64_t value = 0;
+  uint64_t delta = 0;
+  while (internal::varint_get(&cursor, end, &delta)) {
+    value += internal::zigzag_decode(delta);
+    values.push_back(value);
+  }
+  return values;
+}
 
 void LiveSeries::observe(const RunState& state) {
   double time_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
@@ -15,27 +37,36 @@ void LiveSeries::finish(const RunState& state) {
   sample(state);
 }
 
-// record() appends this sample's value to the key's track, starting one for a key first seen live.
+// record() appends this sample's value to a track, starting it for a key first seen live.
+void LiveSeries::record(Track& track, int64_t value, size_t index) {
+  if (!track.tracked()) {
+    if (value == 0) return;
+    track.first = static_cast<uint32_t>(index);
+  }
+  track.append(value);
+}
+
 template <typename Map, typename Key>
 void LiveSeries::record(Map& tracks, const Key& key, int64_t value, size_t index) {
   auto found = tracks.find(key);
   if (found == tracks.end()) {
     if (value == 0) return;
-    found = tracks.emplace(key, Track{index, {}}).first;
+    found = tracks.emplace(key, Track{}).first;
   }
-  found->second.values.push_back(value);
+  record(found->second, value, index);
+}
+
+std::vector<SeriesPoint> LiveSeries::points(const Track& track) const {
+  std::vector<SeriesPoint> result;
+  std::vector<int64_t> values = track.values();
+  for (size_t i = 0; i < values.size(); ++i) result.push_back({times_[track.first + i], static_cast<double>(values[i])});
+  return result;
 }
 
 template <typename Map, typename Key>
 std::vector<SeriesPoint> LiveSeries::points(const Map& tracks, const Key& key) const {
-  std::vector<SeriesPoint> result;
   auto found = tracks.find(key);
-  if (found == tracks.end()) return result;
-  const Track& track = found->second;
-  for (size_t i = 0; i < track.values.size(); ++i) {
-    result.push_back({times_[track.first + i], static_cast<double>(track.values[i])});
-  }
-  return result;
+  return found == tracks.end() ? std::vector<SeriesPoint>() : points(found->second);
 }
 
 void LiveSeries::sample(const RunState& state) {
@@ -49,10 +80,11 @@ void LiveSeries::sample(const RunState& state) {
   point.overhead_bytes = snapshot.overhead_bytes;
   size_t index = times_.size();
   const auto& sites = state.sites();
+  sites_.resize(sites.size());
   for (size_t id = 1; id < sites.size(); ++id) {
     if (!sites[id].known) continue;
     point.tracked_bytes[static_cast<size_t>(sites[id].domain)] += sites[id].live_bytes;
-    record(sites_, static_cast<uint32_t>(id), sites[id].live_bytes, index);
+    record(sites_[id], sites[id].live_bytes, index);
   }
   std::map<std::string, int64_t> by_task;
   std::unordered_map<uint32_t, int64_t> by_thread;
@@ -99,23 +131,25 @@ void LiveSeries::halve() {
   times_.resize(kept);
   process_.resize(kept);
   auto thin_track = [&kept_at](Track& track) {
-    std::vector<int64_t> values;
-    size_t first = SIZE_MAX;
-    for (size_t i = 0; i < track.values.size(); ++i) {
+    if (!track.tracked()) return;
+    std::vector<int64_t> values = track.values();
+    Track thinned;
+    for (size_t i = 0; i < values.size(); ++i) {
       size_t to = kept_at[track.first + i];
       if (to == SIZE_MAX) continue;
-      if (first == SIZE_MAX) first = to;
-      values.push_back(track.values[i]);
+      if (!thinned.tracked()) thinned.first = static_cast<uint32_t>(to);
+      thinned.append(values[i]);
     }
-    track.first = first == SIZE_MAX ? 0 : first;
-    track.values = std::move(values);
+    track = std::move(thinned);
   };
-  for (auto& [id, track] : sites_) thin_track(track);
+  for (Track& track : sites_) thin_track(track);
   for (auto& [name, track] : tasks_) thin_track(track);
   for (auto& [thread, track] : threads_) thin_track(track);
 }
 
-std::vector<SeriesPoint> LiveSeries::site(uint32_t site) const { return points(sites_, site); }
+std::vector<SeriesPoint> LiveSeries::site(uint32_t site) const {
+  return site < sites_.size() ? points(sites_[site]) : std::vector<SeriesPoint>();
+}
 std::vector<SeriesPoint> LiveSeries::task(const std::string& name) const { return points(tasks_, name); }
 std::vector<SeriesPoint> LiveSeries::thread(uint32_t thread) const { return points(threads_, thread); }
 

@@ -5,7 +5,9 @@
 // run. Every snapshot is sampled until the bound is reached; then samples are thinned to a minimum
 // spacing in time that doubles each time the bound is reached again, so the kept samples stay
 // evenly spread over the run's time however long it is, even where snapshots came faster (the
-// ramp at the start of a run, docs/ANALYSIS.md).
+// ramp at the start of a run, docs/ANALYSIS.md). A track keeps its values as varint differences
+// from the one before, a site's in a slot of a vector by site id: most sites change seldom, and a
+// process can have hundreds of thousands of them.
 #ifndef LEAKSCOPE_REPORT_LIVE_SERIES_H_
 #define LEAKSCOPE_REPORT_LIVE_SERIES_H_
 
@@ -50,13 +52,22 @@ class LiveSeries {
   const std::vector<ProcessSample>& process() const { return process_; }
 
  private:
+  // Track: one key's values from sample `first` to the latest, each as the zigzag varint of its
+  // difference from the one before (the first from 0).
   struct Track {
-    size_t first = 0;  // index in times_ of values[0]
-    std::vector<int64_t> values;
+    uint32_t first = 0;  // index in times_ of its first value
+    int64_t last = 0;    // its latest value
+    std::vector<uint8_t> deltas;  // empty: not tracked
+
+    bool tracked() const { return !deltas.empty(); }
+    void append(int64_t value);
+    std::vector<int64_t> values() const;
   };
 
+  static void record(Track& track, int64_t value, size_t index);
   template <typename Map, typename Key>
-  void record(Map& tracks, const Key& key, int64_t value, size_t index);
+  static void record(Map& tracks, const Key& key, int64_t value, size_t index);
+  std::vector<SeriesPoint> points(const Track& track) const;
   template <typename Map, typename Key>
   std::vector<SeriesPoint> points(const Map& tracks, const Key& key) const;
   void sample(const RunState& state);
@@ -68,7 +79,7 @@ class LiveSeries {
   uint64_t last_sampled_ = ~0ull;  // observe() count at the last sample
   std::vector<double> times_;
   std::vector<ProcessSample> process_;
-  std::unordered_map<uint32_t, Track> sites_;
+  std::vector<Track> sites_;  // by site id
   std::map<std::string, Track> tasks_;
   std::unordered_map<uint32_t, Track> threads_;
 };
