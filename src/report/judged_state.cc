@@ -12,7 +12,7 @@ std::vector<JudgedSite> live_sites(const RunState& state) {
     const Site& site = state.sites()[summary.site];
     judged.first_seen_s = static_cast<double>(site.first_seen_ns) / 1e9;
     judged.taken_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
-    judged.freed_bytes_by_lifetime = site.freed_bytes_by_lifetime;
+    judged.freed_bytes_by_lifetime = site.freed_bytes_by_lifetime.buckets();
     judged.summary = std::move(summary);
     sites.push_back(std::move(judged));
   }

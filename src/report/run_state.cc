@@ -382,7 +382,7 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
           if (id >= sites_.size() || !sites_[id].known) throw Malformed{"lifetimes for undefined site " + std::to_string(id)};
           uint32_t mask = cursor.u32("bucket mask");
           for (int b = 0; b < kLifetimeBuckets; ++b) {
-            if (mask & (1u << b)) sites_[id].freed_bytes_by_lifetime[b] += cursor.varint("lifetime bytes");
+            if (mask & (1u << b)) sites_[id].freed_bytes_by_lifetime.add(b, cursor.varint("lifetime bytes"));
           }
         }
         break;

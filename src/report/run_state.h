@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -202,10 +203,39 @@ struct BirthBin {
   int64_t bytes = 0;
 };
 
+// LifetimeHistogram: a site's freed bytes by lifetime (log2 buckets, docs/FORMAT.md), held only once
+// something was freed: most sites of a stack-heavy process never free, and 16 counters would cost
+// each of them 128 bytes.
+class LifetimeHistogram {
+ public:
+  using Buckets = std::array<uint64_t, internal::kLifetimeBuckets>;
+
+  LifetimeHistogram() = default;
+  LifetimeHistogram(const LifetimeHistogram& other) : buckets_(other.buckets_ ? std::make_unique<Buckets>(*other.buckets_) : nullptr) {}
+  LifetimeHistogram& operator=(const LifetimeHistogram& other) {
+    buckets_ = other.buckets_ ? std::make_unique<Buckets>(*other.buckets_) : nullptr;
+    return *this;
+  }
+  LifetimeHistogram(LifetimeHistogram&&) = default;
+  LifetimeHistogram& operator=(LifetimeHistogram&&) = default;
+
+  uint64_t operator[](size_t bucket) const { return buckets_ ? (*buckets_)[bucket] : 0; }
+  // add() adds `bytes` freed at a lifetime of bucket `bucket` (< kLifetimeBuckets).
+  void add(size_t bucket, uint64_t bytes) {
+    if (!buckets_) buckets_ = std::make_unique<Buckets>();
+    (*buckets_)[bucket] += bytes;
+  }
+  bool empty() const { return !buckets_; }
+  Buckets buckets() const { return buckets_ ? *buckets_ : Buckets{}; }
+
+ private:
+  std::unique_ptr<Buckets> buckets_;  // null: nothing freed
+};
+
 struct Site {
   Domain domain = Domain::kHeap;
   uint32_t stack = 0;
-  std::array<uint64_t, internal::kLifetimeBuckets> freed_bytes_by_lifetime{};
+  LifetimeHistogram freed_bytes_by_lifetime;
   int64_t live_bytes = 0;   // summed over the site's triples
   int64_t live_blocks = 0;
   // Live bytes by birth time: the bins (of RunState::birth_bin_ns()) that hold any, in bin order.
