@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "report/run_state.h"
@@ -67,8 +68,9 @@ class JudgedCapture {
   ChosenSnapshot at_;
   bool done_ = false;
   SnapshotInfo info_;
-  std::vector<EarlierSite> earlier_;  // by site id
-  std::vector<CapturedSite> earlier_sites_;  // their details in judged_.captures
+  // Deques: there may be a few hundred thousand of each, grown snapshot by snapshot.
+  std::deque<EarlierSite> earlier_;         // by site id
+  std::deque<CapturedSite> earlier_sites_;  // their details in judged_.captures
   JudgedSites judged_;
   std::array<int64_t, internal::kDomainCount> by_domain_{};
 };
