@@ -1,22 +1,44 @@
 #include "report/live_series.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "core/stream_format.h"
 
 namespace leakscope::report {
 
 void LiveSeries::Track::append(int64_t value) {
-  uint8_t bytes[internal::kMaxVarintSize];
-  uint8_t* end = internal::varint_put(bytes, internal::zigzag_encode(value - last));
-  deltas.insert(deltas.end(), bytes, end);
-  last = value;
+  uint8_t delta[internal::kMaxVarintSize];
+  uint32_t length = static_cast<uint32_t>(internal::varint_put(delta, internal::zigzag_encode(value - last_)) - delta);
+  uint32_t size = size_ + length;
+  if (size <= kInlineBytes) {
+    std::memcpy(inline_ + size_, delta, length);
+  } else {
+    if (!on_heap() || size > heap_.capacity) {
+      uint32_t capacity = std::max(2 * size, 4 * kInlineBytes);
+      uint8_t* data = new uint8_t[capacity];
+      std::memcpy(data, bytes(), size_);
+      if (on_heap()) delete[] heap_.data;
+      heap_ = Heap{data, capacity};
+    }
+    std::memcpy(heap_.data + size_, delta, length);
+  }
+  size_ = size;
+  last_ = value;
+}
+
+void LiveSeries::Track::clear() {
+  if (on_heap()) delete[] heap_.data;
+  size_ = 0;
+  last_ = 0;
+  first_ = 0;
 }
 
 std::vector<int64_t> LiveSeries::Track::values() const {
   std::vector<int64_t> values;
-  const uint8_t* cursor = deltas.data();
-  const uint8_t* end = cursor + deltas.size();
+  const uint8_t* cursor = bytes();
+  const uint8_t* end = cursor + size_;
   int64_t value = 0;
   uint64_t delta = 0;
   while (internal::varint_get(&cursor, end, &delta)) {
@@ -41,7 +63,7 @@ void LiveSeries::finish(const RunState& state) {
 void LiveSeries::record(Track& track, int64_t value, size_t index) {
   if (!track.tracked()) {
     if (value == 0) return;
-    track.first = static_cast<uint32_t>(index);
+    track.begin_at(static_cast<uint32_t>(index));
   }
   track.append(value);
 }
@@ -51,7 +73,7 @@ void LiveSeries::record(Map& tracks, const Key& key, int64_t value, size_t index
   auto found = tracks.find(key);
   if (found == tracks.end()) {
     if (value == 0) return;
-    found = tracks.emplace(key, Track{}).first;
+    found = tracks.try_emplace(key).first;
   }
   record(found->second, value, index);
 }
@@ -59,7 +81,7 @@ void LiveSeries::record(Map& tracks, const Key& key, int64_t value, size_t index
 std::vector<SeriesPoint> LiveSeries::points(const Track& track) const {
   std::vector<SeriesPoint> result;
   std::vector<int64_t> values = track.values();
-  for (size_t i = 0; i < values.size(); ++i) result.push_back({times_[track.first + i], static_cast<double>(values[i])});
+  for (size_t i = 0; i < values.size(); ++i) result.push_back({times_[track.first() + i], static_cast<double>(values[i])});
   return result;
 }
 
@@ -133,14 +155,14 @@ void LiveSeries::halve() {
   auto thin_track = [&kept_at](Track& track) {
     if (!track.tracked()) return;
     std::vector<int64_t> values = track.values();
-    Track thinned;
+    size_t first = track.first();
+    track.clear();
     for (size_t i = 0; i < values.size(); ++i) {
-      size_t to = kept_at[track.first + i];
+      size_t to = kept_at[first + i];
       if (to == SIZE_MAX) continue;
-      if (!thinned.tracked()) thinned.first = static_cast<uint32_t>(to);
-      thinned.append(values[i]);
+      if (!track.tracked()) track.begin_at(static_cast<uint32_t>(to));
+      track.append(values[i]);
     }
-    track = std::move(thinned);
   };
   for (Track& track : sites_) thin_track(track);
   for (auto& [name, track] : tasks_) thin_track(track);

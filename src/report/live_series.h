@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -53,15 +54,39 @@ class LiveSeries {
 
  private:
   // Track: one key's values from sample `first` to the latest, each as the zigzag varint of its
-  // difference from the one before (the first from 0).
-  struct Track {
-    uint32_t first = 0;  // index in times_ of its first value
-    int64_t last = 0;    // its latest value
-    std::vector<uint8_t> deltas;  // empty: not tracked
+  // difference from the one before (the first from 0). Up to kInlineBytes of them are held in the
+  // track itself: most sites' series are short, or flat (a byte a sample).
+  class Track {
+   public:
+    Track() {}
+    Track(const Track&) = delete;
+    Track& operator=(const Track&) = delete;
+    ~Track() { clear(); }
 
-    bool tracked() const { return !deltas.empty(); }
+    bool tracked() const { return size_ != 0; }
+    uint32_t first() const { return first_; }  // index in times_ of its first value
+    // begin_at() starts an untracked track at sample `first`; append() adds its next value.
+    void begin_at(uint32_t first) { first_ = first; }
     void append(int64_t value);
     std::vector<int64_t> values() const;
+    void clear();  // untracked again
+
+   private:
+    static constexpr uint32_t kInlineBytes = 16;
+    bool on_heap() const { return size_ > kInlineBytes; }
+    const uint8_t* bytes() const { return on_heap() ? heap_.data : inline_; }
+
+    int64_t last_ = 0;  // the latest value
+    uint32_t first_ = 0;
+    uint32_t size_ = 0;  // bytes of differences
+    struct Heap {
+      uint8_t* data;
+      uint32_t capacity;
+    };
+    union {
+      uint8_t inline_[kInlineBytes] = {};
+      Heap heap_;  // on_heap()
+    };
   };
 
   static void record(Track& track, int64_t value, size_t index);
@@ -79,7 +104,7 @@ class LiveSeries {
   uint64_t last_sampled_ = ~0ull;  // observe() count at the last sample
   std::vector<double> times_;
   std::vector<ProcessSample> process_;
-  std::vector<Track> sites_;  // by site id
+  std::deque<Track> sites_;  // by site id: a deque, as there may be a few hundred thousand
   std::map<std::string, Track> tasks_;
   std::unordered_map<uint32_t, Track> threads_;
 };
