@@ -23,7 +23,7 @@ void JudgedCapture::observe_earlier(const RunState& state, uint32_t index) {
   double bin_s = static_cast<double>(state.birth_bin_ns()) / 1e9;
   SiteCaptures& captures = judged_.captures;
   TriplesBySite triples(state);
-  earlier_.resize(state.sites().size());
+  earlier_.grow(state.sites().size());
   for (uint32_t id = 1; id < state.sites().size(); ++id) {
     if (!triples.live(id)) continue;
     int64_t held = 0;
@@ -55,12 +55,12 @@ void JudgedCapture::observe_earlier(const RunState& state, uint32_t index) {
     earlier.latest_held = held;
     earlier.seen_at = index;
   }
-  for (EarlierSite& earlier : earlier_) {
-    if (earlier.seen_at != index) earlier.latest_held = 0;  // gone here: it shrank to nothing
+  for (size_t id = 0; id < earlier_.size(); ++id) {
+    if (earlier_[id].seen_at != index) earlier_[id].latest_held = 0;  // gone here: it shrank to nothing
   }
   std::vector<CapturedSite*> kept;
   kept.reserve(earlier_sites_.size());
-  for (CapturedSite& site : earlier_sites_) kept.push_back(&site);
+  for (size_t i = 0; i < earlier_sites_.size(); ++i) kept.push_back(&earlier_sites_[i]);
   captures.compact(kept);
 }
 

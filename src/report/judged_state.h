@@ -17,9 +17,9 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
+#include "report/chunked_vector.h"
 #include "report/run_state.h"
 #include "report/site_capture.h"
 #include "report/snapshot_choice.h"
@@ -68,9 +68,9 @@ class JudgedCapture {
   ChosenSnapshot at_;
   bool done_ = false;
   SnapshotInfo info_;
-  // Deques: there may be a few hundred thousand of each, grown snapshot by snapshot.
-  std::deque<EarlierSite> earlier_;         // by site id
-  std::deque<CapturedSite> earlier_sites_;  // their details in judged_.captures
+  // Chunked: there may be a few hundred thousand of each, grown snapshot by snapshot.
+  ChunkedVector<EarlierSite> earlier_;         // by site id
+  ChunkedVector<CapturedSite> earlier_sites_;  // their details in judged_.captures
   JudgedSites judged_;
   std::array<int64_t, internal::kDomainCount> by_domain_{};
 };

@@ -102,7 +102,7 @@ void LiveSeries::sample(const RunState& state) {
   point.overhead_bytes = snapshot.overhead_bytes;
   size_t index = times_.size();
   const auto& sites = state.sites();
-  sites_.resize(sites.size());
+  sites_.grow(sites.size());
   for (size_t id = 1; id < sites.size(); ++id) {
     if (!sites[id].known) continue;
     point.tracked_bytes[static_cast<size_t>(sites[id].domain)] += sites[id].live_bytes;
@@ -164,7 +164,7 @@ void LiveSeries::halve() {
       track.append(values[i]);
     }
   };
-  for (Track& track : sites_) thin_track(track);
+  for (size_t id = 0; id < sites_.size(); ++id) thin_track(sites_[id]);
   for (auto& [name, track] : tasks_) thin_track(track);
   for (auto& [thread, track] : threads_) thin_track(track);
 }

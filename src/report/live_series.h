@@ -13,12 +13,12 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "report/chunked_vector.h"
 #include "report/run_state.h"
 #include "report/trend.h"
 
@@ -104,7 +104,7 @@ class LiveSeries {
   uint64_t last_sampled_ = ~0ull;  // observe() count at the last sample
   std::vector<double> times_;
   std::vector<ProcessSample> process_;
-  std::deque<Track> sites_;  // by site id: a deque, as there may be a few hundred thousand
+  ChunkedVector<Track> sites_;  // by site id: chunked, as there may be a few hundred thousand
   std::map<std::string, Track> tasks_;
   std::unordered_map<uint32_t, Track> threads_;
 };

@@ -73,14 +73,14 @@ namespace {
 // slot() returns the entry for `id`: ids are dense from 1, so a new id is the next one and a
 // known id is an update (threads are re-sent when they change). Anything else is corruption.
 template <typename Items>
-typename Items::value_type& slot(Items& items, uint64_t id, const char* what) {
+auto& slot(Items& items, uint64_t id, const char* what) {
   if (id == 0 || id > items.size()) throw Malformed{std::string("bad ") + what + " id " + std::to_string(id)};
   if (id == items.size()) items.emplace_back();
   return items[id];
 }
 
 template <typename Items>
-const typename Items::value_type& defined(const Items& items, uint64_t id, const char* what) {
+const auto& defined(const Items& items, uint64_t id, const char* what) {
   if (id >= items.size() || !items[id].known) {
     throw Malformed{std::string("refers to undefined ") + what + " " + std::to_string(id)};
   }
@@ -130,13 +130,14 @@ void RunState::apply_process(PayloadCursor& cursor) {
 }
 
 void RunState::clear_cumulative_state() {
-  for (Triple& triple : triples_) {
+  for (size_t id = 0; id < triples_.size(); ++id) {
+    Triple& triple = triples_[id];
     triple.alloc_count = triple.alloc_bytes = triple.free_count = triple.free_bytes = triple.split_count = 0;
     triple.later_threads.reset();
   }
-  for (Site& site : sites_) {
-    site.live_bytes = site.live_blocks = 0;
-    site.births.clear();
+  for (size_t id = 0; id < sites_.size(); ++id) {
+    sites_[id].live_bytes = sites_[id].live_blocks = 0;
+    sites_[id].births.clear();
   }
   domain_live_bytes_ = {};
 }
@@ -245,7 +246,7 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
           // A key snapshot says a known stack again: its head goes back where it was.
           bool in_place = known && stack.head_depth == head_depth;
           uint64_t offset = in_place ? stack.head_offset : head_frames_.size();
-          if (!in_place) head_frames_.resize(offset + head_depth);
+          if (!in_place) head_frames_.grow(offset + head_depth);
           for (uint64_t i = 0; i < head_depth; ++i) {
             uint64_t base = previous != nullptr && i < previous->head_depth ? head_frames_[previous->head_offset + i]
                             : i > 0                                        ? head_frames_[offset + i - 1]
@@ -520,7 +521,7 @@ void BirthBins::halve() {
 
 void RunState::add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes) {
   while (birth_ns / birth_bin_ns_ >= kMaxBirthBins) {
-    for (Site& each : sites_) each.births.halve();
+    for (size_t id = 0; id < sites_.size(); ++id) sites_[id].births.halve();
     birth_bin_ns_ *= 2;
   }
   sites_[site].births.add(static_cast<uint32_t>(birth_ns / birth_bin_ns_), bytes);
@@ -552,7 +553,8 @@ uint64_t RunState::startup_marker(uint32_t id) const {
 
 StartupStacks RunState::startup_stacks() const {
   StartupStacks startup;
-  for (const Stack& stack : stacks_) {
+  for (size_t id = 0; id < stacks_.size(); ++id) {
+    const Stack& stack = stacks_[id];
     uint32_t kept = 0;
     if (startup_marker_in(frames(stack), &kept) == 0) continue;
     ++startup.stacks;

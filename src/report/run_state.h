@@ -10,7 +10,6 @@
 #include <array>
 #include <cstdint>
 #include <cstddef>
-#include <deque>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -21,6 +20,7 @@
 
 #include "core/stream_format.h"
 #include "core/types.h"
+#include "report/chunked_vector.h"
 #include "report/stream_reader.h"
 
 namespace leakscope::report {
@@ -147,19 +147,19 @@ class StackFrames {
     uint32_t node_ = 0;
   };
 
-  StackFrames(const std::deque<uint64_t>* heads, uint64_t head_offset, uint32_t head_depth, uint32_t tail,
-              const std::deque<StackNode>* nodes)
+  StackFrames(const ChunkedVector<uint64_t>* heads, uint64_t head_offset, uint32_t head_depth, uint32_t tail,
+              const ChunkedVector<StackNode>* nodes)
       : heads_(heads), head_offset_(head_offset), head_depth_(head_depth), tail_(tail), nodes_(nodes) {}
   iterator begin() const { return iterator(this, 0, tail_); }
   iterator end() const { return iterator(this, head_depth_, 0); }
   std::vector<uint64_t> to_vector() const { return std::vector<uint64_t>(begin(), end()); }
 
  private:
-  const std::deque<uint64_t>* heads_;
+  const ChunkedVector<uint64_t>* heads_;
   uint64_t head_offset_;
   uint32_t head_depth_;
   uint32_t tail_;
-  const std::deque<StackNode>* nodes_;
+  const ChunkedVector<StackNode>* nodes_;
 };
 
 // No stack the runtime writes is deeper (kMaxStackDepth, and interpreted frames within it); a
@@ -343,7 +343,7 @@ class RunState {
   const SnapshotInfo& last_snapshot() const { return last_snapshot_; }
   const BudgetTimes& budget_times() const { return budget_times_; }
   const std::vector<Module>& modules() const { return modules_; }
-  const std::deque<Stack>& stacks() const { return stacks_; }
+  const ChunkedVector<Stack>& stacks() const { return stacks_; }
   // is_marker_stack() tells whether stack `id` is the one frame `marker` (stream_format.h).
   bool is_marker_stack(uint32_t id, uint64_t marker) const {
     return id < stacks_.size() && stacks_[id].depth == 1 && *frames(stacks_[id]).begin() == marker;
@@ -362,8 +362,8 @@ class RunState {
   void for_each_thread_part(const Triple& triple, Visit&& visit) const;
   const std::vector<Task>& tasks() const { return tasks_; }
   const std::vector<Code>& codes() const { return codes_; }
-  const std::deque<Site>& sites() const { return sites_; }
-  const std::deque<Triple>& triples() const { return triples_; }
+  const ChunkedVector<Site>& sites() const { return sites_; }
+  const ChunkedVector<Triple>& triples() const { return triples_; }
   // leak_check() is the last reachability scan read, if any: a later one supersedes it, a key
   // snapshot does not clear it.
   const std::optional<LeakCheck>& leak_check() const { return leak_check_; }
@@ -389,17 +389,17 @@ class RunState {
   SnapshotInfo last_snapshot_;
   BudgetTimes budget_times_;
   std::vector<Module> modules_;
-  // Stacks, sites and triples are a few hundred thousand in a stack-heavy process: deques, which
-  // grow without copying what they hold into a buffer twice its size.
-  std::deque<Stack> stacks_{1};
-  std::deque<StackNode> stack_nodes_{1};
-  std::deque<uint64_t> head_frames_;  // every stack's head frames, one after another
+  // Stacks, sites and triples are a few hundred thousand in a stack-heavy process: chunked, so
+  // that they grow without being copied.
+  ChunkedVector<Stack> stacks_{1};
+  ChunkedVector<StackNode> stack_nodes_{1};
+  ChunkedVector<uint64_t> head_frames_;  // every stack's head frames, one after another
   std::vector<Thread> threads_{1};
   std::vector<std::vector<uint32_t>> slots_{1};  // slot -> its threads, in order
   std::vector<Task> tasks_{1};
   std::vector<Code> codes_{1};
-  std::deque<Site> sites_{1};
-  std::deque<Triple> triples_{1};
+  ChunkedVector<Site> sites_{1};
+  ChunkedVector<Triple> triples_{1};
   std::optional<LeakCheck> leak_check_;
   void add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes);
   // apply_thread() reads one THREADS record; thread_at() is the thread of `slot` that could

@@ -8,7 +8,7 @@
 namespace leakscope::report {
 
 TriplesBySite::TriplesBySite(const RunState& state) : state_(state), first_(state.sites().size() + 1, 0) {
-  const std::deque<Triple>& triples = state.triples();
+  const ChunkedVector<Triple>& triples = state.triples();
   for (size_t id = 1; id < triples.size(); ++id) {
     if (triples[id].known) ++first_[triples[id].site + 1];
   }
@@ -21,7 +21,7 @@ TriplesBySite::TriplesBySite(const RunState& state) : state_(state), first_(stat
 }
 
 bool TriplesBySite::live(uint32_t site) const {
-  const std::deque<Triple>& triples = state_.triples();
+  const ChunkedVector<Triple>& triples = state_.triples();
   return std::any_of(begin(site), end(site), [&](uint32_t id) {
     return triples[id].live_bytes() != 0 || triples[id].live_blocks() != 0;
   });
