@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "report/json_text.h"
+#include "report/json_writer.h"
 #include "report/leak_check.h"
 #include "report/site_format.h"
 #include "report/text_layout.h"
@@ -15,17 +16,6 @@ namespace leakscope::report {
 using internal::domain_name;
 
 namespace {
-
-// indented() is `text` with every line after the first indented by `spaces`.
-std::string indented(const std::string& text, size_t spaces) {
-  std::string result;
-  result.reserve(text.size());
-  for (char c : text) {
-    result += c;
-    if (c == '\n') result.append(spaces, ' ');
-  }
-  return result;
-}
 
 LostFigures lost_of(const std::unordered_map<uint32_t, LostFigures>& lost, uint32_t site) {
   auto found = lost.find(site);

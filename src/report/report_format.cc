@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "report/json_writer.h"
 #include "report/leak_check.h"
 #include "report/site_format.h"
 #include "report/text_layout.h"
@@ -218,7 +219,9 @@ nlohmann::json site_analysis_json(const RunAnalysis& analysis, size_t index, con
   return entry;
 }
 
-nlohmann::json group_json(const RunAnalysis& analysis, size_t index) {
+// group_item() gives group `index` to `items`, its parts one at a time: a group may have hundreds
+// of thousands.
+void group_item(const RunAnalysis& analysis, size_t index, JsonItems& items) {
   const GroupReport& group = analysis.groups[index];
   nlohmann::json entry;
   entry["id"] = index;
@@ -231,38 +234,21 @@ nlohmann::json group_json(const RunAnalysis& analysis, size_t index) {
   entry["temporary_allocations"] = group.temporary_allocations;
   entry["freed_at_exit_bytes"] = group.freed_at_exit_bytes;
   entry["first_seen_s"] = group.first_seen_s;
-  nlohmann::json parts = nlohmann::json::array();
-  for (uint32_t part : group.parts) {
-    const SiteReport& site = analysis.sites[part];
-    const CapturedSite& taken = analysis.capture_of(site);
-    parts.push_back({{"site", taken.site}, {"domain", domain_name(analysis.domain_of(site))}, {"live_bytes", taken.live_bytes},
-                     {"live_blocks", taken.live_blocks}});
-  }
-  entry["parts"] = parts;
   entry["runtime"] = group.runtime == nullptr ? nlohmann::json() : nlohmann::json(group.runtime);
   add_lost_json(group.lost, &entry);
   entry["lost_runtime"] = group.lost_runtime == nullptr ? nlohmann::json() : nlohmann::json(group.lost_runtime);
-  return judgement_json(group_judgement(analysis, index), entry);
+  items.object(judgement_json(group_judgement(analysis, index), entry), {{"parts", [&](JsonItems& parts) {
+                 for (uint32_t part : group.parts) {
+                   const SiteReport& site = analysis.sites[part];
+                   const CapturedSite& taken = analysis.capture_of(site);
+                   parts.item({{"site", taken.site}, {"domain", domain_name(analysis.domain_of(site))},
+                               {"live_bytes", taken.live_bytes}, {"live_blocks", taken.live_blocks}});
+                 }
+               }}});
 }
 
-}  // namespace
-
-std::string sparkline(const std::vector<double>& values, size_t width, double scale) {
-  static const char* const kBars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
-  if (values.empty() || scale <= 0) return std::string();
-  std::string line;
-  size_t columns = std::min(width, values.size());
-  for (size_t column = 0; column < columns; ++column) {
-    size_t begin = column * values.size() / columns, end = (column + 1) * values.size() / columns;
-    double peak = 0;
-    for (size_t i = begin; i < std::max(end, begin + 1); ++i) peak = std::max(peak, values[i]);
-    int level = static_cast<int>(std::lround(std::clamp(peak / scale, 0.0, 1.0) * 7));
-    line += kBars[level];
-  }
-  return line;
-}
-
-nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& options) {
+// report_members() is the report document but for its groups and sites.
+nlohmann::json report_members(const RunAnalysis& analysis, const ReportOptions& options) {
   nlohmann::json document = run_header_json(header_of(analysis));
   nlohmann::json findings = nlohmann::json::array();
   for (const ResidencyFinding& finding : analysis.findings) {
@@ -323,22 +309,6 @@ nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& opt
                                               {"begin_s", analysis.teardown.begin_s},
                                               {"end_s", analysis.teardown.end_s},
                                               {"freed_bytes", analysis.teardown.freed_bytes}};
-  FrameFolder folder(options.fold);
-  nlohmann::json groups = nlohmann::json::array();
-  nlohmann::json sites = nlohmann::json::array();
-  for (Verdict verdict : {Verdict::kLeak, Verdict::kCache, Verdict::kStartup, Verdict::kUnknown}) {
-    size_t total = 0;
-    for (size_t g : section(analysis, verdict, options, &total)) groups.push_back(group_json(analysis, g));
-    size_t shown = 0;
-    for (size_t i = 0; i < analysis.sites.size(); ++i) {
-      const SiteReport& site = analysis.sites[i];
-      if (site.verdict != verdict || analysis.capture_of(site).live_bytes < options.min_bytes) continue;
-      if (shown++ == options.top) break;
-      sites.push_back(site_analysis_json(analysis, i, folder));
-    }
-  }
-  document["groups"] = groups;
-  document["sites"] = sites;
   // How many of each verdict there are in all, whatever --top and --min-bytes left out.
   nlohmann::json totals = {{"groups", nlohmann::json::object()}, {"sites", nlohmann::json::object()}};
   for (Verdict verdict : {Verdict::kLeak, Verdict::kCache, Verdict::kStartup, Verdict::kUnknown}) {
@@ -349,6 +319,57 @@ nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& opt
   }
   document["totals"] = totals;
   return document;
+}
+
+// report_arrays() is the document's groups and sites, each made as it is written: with --top
+// large, every site of a process with hundreds of thousands.
+JsonArrays report_arrays(const RunAnalysis& analysis, const ReportOptions& options, const FrameFolder& folder) {
+  static constexpr Verdict kVerdicts[] = {Verdict::kLeak, Verdict::kCache, Verdict::kStartup, Verdict::kUnknown};
+  return {{"groups",
+           [&](JsonItems& items) {
+             for (Verdict verdict : kVerdicts) {
+               size_t total = 0;
+               for (size_t g : section(analysis, verdict, options, &total)) group_item(analysis, g, items);
+             }
+           }},
+          {"sites", [&](JsonItems& items) {
+             for (Verdict verdict : kVerdicts) {
+               size_t shown = 0;
+               for (size_t i = 0; i < analysis.sites.size(); ++i) {
+                 const SiteReport& site = analysis.sites[i];
+                 if (site.verdict != verdict || analysis.capture_of(site).live_bytes < options.min_bytes) continue;
+                 if (shown++ == options.top) break;
+                 items.item(site_analysis_json(analysis, i, folder));
+               }
+             }
+           }}};
+}
+
+}  // namespace
+
+std::string sparkline(const std::vector<double>& values, size_t width, double scale) {
+  static const char* const kBars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  if (values.empty() || scale <= 0) return std::string();
+  std::string line;
+  size_t columns = std::min(width, values.size());
+  for (size_t column = 0; column < columns; ++column) {
+    size_t begin = column * values.size() / columns, end = (column + 1) * values.size() / columns;
+    double peak = 0;
+    for (size_t i = begin; i < std::max(end, begin + 1); ++i) peak = std::max(peak, values[i]);
+    int level = static_cast<int>(std::lround(std::clamp(peak / scale, 0.0, 1.0) * 7));
+    line += kBars[level];
+  }
+  return line;
+}
+
+nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& options) {
+  FrameFolder folder(options.fold);
+  return json_of(report_members(analysis, options), report_arrays(analysis, options, folder));
+}
+
+void write_report_json(const RunAnalysis& analysis, const ReportOptions& options, std::FILE* out) {
+  FrameFolder folder(options.fold);
+  write_json(out, report_members(analysis, options), report_arrays(analysis, options, folder));
 }
 
 std::string report_text(const RunAnalysis& analysis, const ReportOptions& options) {
