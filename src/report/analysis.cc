@@ -8,7 +8,8 @@
 #include <fmt/format.h>
 
 #include "report/device_layers.h"
-#include "report/site_format.h"
+#include "report/group_keys.h"
+#include "report/judged_state.h"
 #include "report/suppressions.h"
 #include "report/units.h"
 
@@ -54,11 +55,40 @@ int verdict_rank(Verdict verdict) {
 }
 
 // Leaks first by growth rate, then caches, startup residents and unknown sites by live bytes.
-bool ranks_before(const SiteJudgement& a, int64_t a_bytes, const SiteJudgement& b, int64_t b_bytes) {
+template <typename Ranked>
+bool ranks_before(const Ranked& a, int64_t a_bytes, const Ranked& b, int64_t b_bytes) {
   int rank_a = verdict_rank(a.verdict), rank_b = verdict_rank(b.verdict);
   if (rank_a != rank_b) return rank_a < rank_b;
   if (rank_a == 0 && a.growth_bytes_per_min != b.growth_bytes_per_min) return a.growth_bytes_per_min > b.growth_bytes_per_min;
   return a_bytes > b_bytes;
+}
+
+// stable_order() is the order that a stable sort of `items` by `before` would give them, as
+// indices: sorting those moves 4 bytes per item, not the items.
+template <typename T, typename Before>
+std::vector<uint32_t> stable_order(const std::vector<T>& items, Before before) {
+  std::vector<uint32_t> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return before(items[a], items[b]); });
+  return order;
+}
+
+// reorder() puts items[order[i]] at i, in place, following each cycle of the permutation.
+template <typename T>
+void reorder(std::vector<T>& items, std::vector<uint32_t> order) {
+  for (size_t start = 0; start < order.size(); ++start) {
+    if (order[start] == start) continue;
+    T held = std::move(items[start]);
+    size_t at = start;
+    while (order[at] != start) {
+      size_t from = order[at];
+      items[at] = std::move(items[from]);
+      order[at] = static_cast<uint32_t>(at);
+      at = from;
+    }
+    items[at] = std::move(held);
+    order[at] = static_cast<uint32_t>(at);
+  }
 }
 
 // owner_report() judges what one task name or thread owns: growing when the floor of its live
@@ -91,116 +121,52 @@ int64_t host_bytes(const std::array<int64_t, internal::kDomainCount>& by_domain)
   return total;
 }
 
-// sum_series() adds series that share one time grid (LiveSeries tracks all end at its last
-// sample), aligned at their ends.
-std::vector<SeriesPoint> sum_series(const std::vector<std::vector<SeriesPoint>>& parts) {
-  std::vector<SeriesPoint> sum;
-  for (const std::vector<SeriesPoint>& part : parts) {
-    if (part.size() > sum.size()) {
-      std::vector<SeriesPoint> longer(part.begin(), part.begin() + static_cast<long>(part.size() - sum.size()));
-      for (SeriesPoint& point : longer) point.value = 0;
-      longer.insert(longer.end(), sum.begin(), sum.end());
-      sum = std::move(longer);
-    }
-    size_t offset = sum.size() - part.size();
-    for (size_t i = 0; i < part.size(); ++i) sum[offset + i].value += part[i].value;
+// add_series() adds `part` to `sum`: series that share one time grid (LiveSeries tracks all end at
+// its last sample), aligned at their ends. A group's parts are added one at a time, never held
+// all at once.
+void add_series(std::vector<SeriesPoint>* sum, const std::vector<SeriesPoint>& part) {
+  if (part.size() > sum->size()) {
+    std::vector<SeriesPoint> longer(part.begin(), part.begin() + static_cast<long>(part.size() - sum->size()));
+    for (SeriesPoint& point : longer) point.value = 0;
+    longer.insert(longer.end(), sum->begin(), sum->end());
+    *sum = std::move(longer);
   }
-  return sum;
+  size_t offset = sum->size() - part.size();
+  for (size_t i = 0; i < part.size(); ++i) (*sum)[offset + i].value += part[i].value;
 }
 
 // site_series() is a site's live bytes over time; a site taken from a snapshot before a
 // main-return mark ends at the value it had there, at the mark: the snapshots between, taken
 // while main's locals were being destroyed, are left out.
-std::vector<SeriesPoint> site_series(const LiveSeries& series, const SiteReport& site) {
-  std::vector<SeriesPoint> points = series.site(site.summary.site);
-  if (!site.from_earlier || points.empty()) return points;
+std::vector<SeriesPoint> site_series(const RunAnalysis& analysis, const SiteReport& site) {
+  const CapturedSite& taken = analysis.capture_of(site);
+  std::vector<SeriesPoint> points = analysis.series->site(taken.site);
+  if (!taken.from_earlier || points.empty()) return points;
   SeriesPoint mark = points.back();
-  while (!points.empty() && points.back().time_s > site.taken_s) points.pop_back();
-  mark.value = static_cast<double>(site.summary.live_bytes);
+  while (!points.empty() && points.back().time_s > taken.taken_s) points.pop_back();
+  mark.value = static_cast<double>(taken.live_bytes);
   points.push_back(mark);
   return points;
 }
-
-// What names a site to a person, and which sites are one group: its first user frame and the user
-// frame that called it (a helper shared by a bounded cache and an unbounded one is two groups);
-// without a user frame by function, a frame of the innermost run of frames in the program's own
-// modules (a lambda's std::function invoker in a binary without debug info); failing that, the
-// innermost frame, and the site is a group of its own.
-struct SiteKey {
-  std::string key;
-  bool has_user_frame = false;
-  SymbolizedFrame frame;
-};
-
-std::string frame_identity(const SymbolizedFrame& frame) {
-  return frame.function.empty() ? fmt::format("{}+{:#x}", frame.module, frame.module_offset)
-                                : fmt::format("{}|{}|{}:{}", frame.module, frame.function, frame.file, frame.line);
-}
-
-class SiteKeys {
- public:
-  SiteKeys(const RunState& state, Symbolizer& symbolizer, const FrameRoles& roles)
-      : state_(state), symbolizer_(symbolizer), roles_(roles) {}
-
-  const SiteKey& of(uint32_t site) {
-    auto found = keys_.find(site);
-    if (found != keys_.end()) return found->second;
-    SiteKey key;
-    uint32_t stack = state_.sites()[site].stack;
-    std::vector<SymbolizedFrame> user = symbolizer_.find_frames(
-        stack, 2, [this](const std::string& path) { return roles_.is_framework_module(path); },
-        [this](const SymbolizedFrame& frame) { return roles_.is_user(frame); });
-    if (!user.empty() && FrameRoles::is_generated_python(user[0])) {
-      user = roles_.user_frames(symbolizer_.stack(stack), 2);  // rare: the whole stack decides
-    }
-    if (!user.empty()) {
-      key.has_user_frame = true;
-      key.frame = user[0];
-      key.key = "user|" + frame_identity(user[0]) + (user.size() > 1 ? "|" + frame_identity(user[1]) : "");
-    } else if (std::optional<SymbolizedFrame> own = outermost_of_own_run(stack)) {
-      key.has_user_frame = true;
-      key.frame = *own;
-      key.key = "own|" + frame_identity(*own);
-    } else {
-      std::vector<SymbolizedFrame> frames = symbolizer_.stack(stack);
-      if (!frames.empty()) key.frame = frames[0];
-      key.key = fmt::format("site {}", site);
-    }
-    return keys_.emplace(site, std::move(key)).first->second;
-  }
-
- private:
-  // outermost_of_own_run() is, in the innermost run of frames in one of the program's modules, the
-  // first that names a lambda (the task a std::function runs), or else the run's outermost frame.
-  std::optional<SymbolizedFrame> outermost_of_own_run(uint32_t stack) {
-    std::optional<SymbolizedFrame> own;
-    symbolizer_.visit_frames(stack, [&](const SymbolizedFrame& frame) {
-      bool framework = roles_.is_framework_module(frame.module);
-      if (own && (framework || frame.module != own->module)) return false;
-      if (framework) return true;
-      own = frame;
-      return frame.function.find("{lambda") == std::string::npos;
-    });
-    return own;
-  }
-
-  const RunState& state_;
-  Symbolizer& symbolizer_;
-  const FrameRoles& roles_;
-  std::unordered_map<uint32_t, SiteKey> keys_;
-};
 
 // What the reading pass keeps of the peak: the host sites live there.
 struct PeakCapture {
   std::vector<std::pair<uint32_t, int64_t>> sites;
 };
 
-// What the reading pass keeps of the sites that lost blocks at the last leak check, as they were
-// in its snapshot: one that is not live at the judged snapshot is still reported.
-std::vector<JudgedSite> lost_sites_at_check(const RunState& state) {
+// capture_lost_sites() takes the sites that lost blocks at the last leak check as they are in its
+// snapshot, largest first: one that is not live at the judged snapshot is still reported.
+std::vector<CapturedSite> capture_lost_sites(const RunState& state, SiteCaptures* captures) {
   std::unordered_map<uint32_t, LostFigures> lost = lost_by_site(state);
-  std::vector<JudgedSite> sites = live_sites(state);
-  std::erase_if(sites, [&](const JudgedSite& site) { return lost.count(site.summary.site) == 0; });
+  TriplesBySite triples(state);
+  double taken_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
+  std::vector<CapturedSite> sites;
+  for (const auto& [id, figures] : lost) {
+    if (triples.live(id)) sites.push_back(captures->capture(state, triples, id, taken_s));
+  }
+  std::sort(sites.begin(), sites.end(), [](const CapturedSite& a, const CapturedSite& b) {
+    return a.live_bytes != b.live_bytes ? a.live_bytes > b.live_bytes : a.site < b.site;
+  });
   return sites;
 }
 
@@ -219,15 +185,40 @@ void capture_peak(const RunState& state, PeakReport* peak, PeakCapture* capture)
   }
 }
 
-}  // namespace
+double first_seen_s(const RunState& state, uint32_t site) { return static_cast<double>(state.sites()[site].first_seen_ns) / 1e9; }
 
-std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupReport& group) {
-  std::vector<std::vector<SeriesPoint>> parts;
-  for (size_t part : group.parts) parts.push_back(site_series(*analysis.series, analysis.sites[part]));
-  return parts.size() == 1 ? parts[0] : sum_series(parts);
+SiteEvidence site_evidence(const RunAnalysis& analysis, const SiteReport& site) {
+  const CapturedSite& taken = analysis.capture_of(site);
+  SiteEvidence evidence;
+  evidence.live_bytes = site_series(analysis, site);
+  evidence.births = analysis.captures.births(taken);
+  evidence.now_s = analysis.now_s;
+  evidence.epochs = analysis.at.index;
+  evidence.allocations = taken.allocations;
+  evidence.live_blocks = taken.live_blocks;
+  evidence.made_during = site.made_during;
+  evidence.over_budget = analysis.state.is_marker_stack(analysis.stack_of(site), internal::kOverBudgetFrame);
+  return evidence;
 }
 
-namespace {
+// group_evidence() is what a group of several sites is judged on: the sum of its parts' series,
+// all their births, and the start-up phase they were all made in, if one.
+SiteEvidence group_evidence(const RunAnalysis& analysis, const GroupReport& group) {
+  SiteEvidence evidence;
+  evidence.made_during = analysis.sites[group.parts[0]].made_during;
+  for (uint32_t part : group.parts) {
+    const SiteReport& site = analysis.sites[part];
+    evidence.made_during = joint_phase(evidence.made_during, site.made_during);
+    add_series(&evidence.live_bytes, site_series(analysis, site));
+    std::vector<LiveByBirth> births = analysis.captures.births(analysis.capture_of(site));
+    evidence.births.insert(evidence.births.end(), births.begin(), births.end());
+  }
+  evidence.now_s = analysis.now_s;
+  evidence.epochs = analysis.at.index;
+  evidence.allocations = group.allocations;
+  evidence.live_blocks = group.live_blocks;
+  return evidence;
+}
 
 // settle_reserve() judges a caching allocator's reserve: what grows there is tensors (judged at
 // their own c10_cuda sites) or the cache growing to what requests ask, never a leak of its own.
@@ -238,100 +229,91 @@ void settle_reserve(SiteJudgement* judgement) {
                       "judged at their own sites (c10_cuda)";
 }
 
-// build_groups() gathers the (sorted) sites by their first user frame and judges each group on
-// the sum of its parts.
-void build_groups(RunAnalysis& analysis, const LiveSeries& series, SiteKeys& keys, double now_s, uint32_t epochs) {
-  std::unordered_map<std::string, size_t> by_key;
+// group_judgement_of() judges `group` on its parts (its one site's own, when it has one).
+SiteJudgement group_judgement_of(const RunAnalysis& analysis, const GroupReport& group) {
+  SiteJudgement judgement = group.parts.size() == 1 ? site_judgement(analysis, group.parts[0])
+                                                    : judge_site(group_evidence(analysis, group));
+  bool reserve = std::all_of(group.parts.begin(), group.parts.end(),
+                             [&](uint32_t part) { return analysis.sites[part].runtime == kCachingAllocatorReserve; });
+  if (reserve) settle_reserve(&judgement);
+  return judgement;
+}
+
+// build_groups() gathers the (sorted) sites by their group key and judges each group on the sum
+// of its parts.
+void build_groups(RunAnalysis& analysis, GroupKeys& keys) {
+  const RunState& state = analysis.state;
+  std::unordered_map<GroupKey, uint32_t, GroupKeyHash> by_key;
   std::vector<GroupReport> groups;
+  std::vector<uint32_t> sizes;
   for (size_t i = 0; i < analysis.sites.size(); ++i) {
     SiteReport& site = analysis.sites[i];
-    const SiteKey& key = keys.of(site.summary.site);
-    // The driver's memory is a layer beneath the program's objects: never one group with them.
-    auto [found, inserted] = by_key.emplace(is_driver_domain(site.summary.domain) ? key.key + "\n(driver)" : key.key, groups.size());
+    const CapturedSite& taken = analysis.capture_of(site);
+    NamedKey key = keys.of(taken.site);
+    key.key.driver_layer = is_driver_domain(state.sites()[taken.site].domain);
+    auto [found, inserted] = by_key.emplace(key.key, static_cast<uint32_t>(groups.size()));
     if (inserted) {
       GroupReport group;
       group.has_user_frame = key.has_user_frame;
       group.user_frame = key.frame;
-      uint32_t stack = site.summary.stack;
-      group.cut_at_depth = !key.has_user_frame && stack < analysis.state.stacks().size() &&
-                           analysis.state.stacks()[stack].depth >= analysis.state.process().depth;
-      group.first_seen_s = site.first_seen_s;
-      groups.push_back(std::move(group));
+      uint32_t stack = analysis.stack_of(site);
+      group.cut_at_depth = !key.has_user_frame && stack < state.stacks().size() && state.stacks()[stack].depth >= state.process().depth;
+      group.first_seen_s = first_seen_s(state, taken.site);
+      groups.push_back(group);
+      sizes.push_back(0);
     }
     GroupReport& group = groups[found->second];
-    group.parts.push_back(i);
-    group.live_bytes += site.summary.live_bytes;
-    group.live_blocks += site.summary.live_blocks;
-    group.inner_bytes += site.summary.inner_bytes;
-    group.allocations += site.summary.allocations;
-    group.temporary_allocations += site.summary.temporary_allocations;
-    group.freed_at_exit_bytes += site.freed_at_exit_bytes;
+    ++sizes[found->second];
+    group.live_bytes += taken.live_bytes;
+    group.live_blocks += taken.live_blocks;
+    group.allocations += taken.allocations;
+    group.temporary_allocations += taken.temporary_allocations;
+    group.freed_at_exit_bytes += freed_at_exit_bytes(analysis, site);
     group.lost += site.lost;
-    group.first_seen_s = std::min(group.first_seen_s, site.first_seen_s);
+    if (auto inner = analysis.inner_bytes.find(taken.site); inner != analysis.inner_bytes.end()) group.inner_bytes += inner->second;
+    group.first_seen_s = std::min(group.first_seen_s, first_seen_s(state, taken.site));
     site.group = found->second;
   }
-  for (GroupReport& group : groups) {
-    std::sort(group.parts.begin(), group.parts.end(), [&](size_t a, size_t b) {
-      return analysis.sites[a].summary.live_bytes != analysis.sites[b].summary.live_bytes
-                 ? analysis.sites[a].summary.live_bytes > analysis.sites[b].summary.live_bytes
-                 : a < b;
+  by_key = {};
+  // Every group's parts in one vector, group after group, each largest first.
+  std::vector<size_t> next(groups.size() + 1, 0);
+  for (size_t g = 0; g < groups.size(); ++g) next[g + 1] = next[g] + sizes[g];
+  analysis.group_parts.resize(analysis.sites.size());
+  for (size_t i = 0; i < analysis.sites.size(); ++i) analysis.group_parts[next[analysis.sites[i].group]++] = static_cast<uint32_t>(i);
+  for (size_t g = 0, begin = 0; g < groups.size(); begin += sizes[g], ++g) {
+    auto first = analysis.group_parts.begin() + static_cast<long>(begin);
+    std::sort(first, first + sizes[g], [&](uint32_t a, uint32_t b) {
+      int64_t a_bytes = analysis.capture_of(analysis.sites[a]).live_bytes, b_bytes = analysis.capture_of(analysis.sites[b]).live_bytes;
+      return a_bytes != b_bytes ? a_bytes > b_bytes : a < b;
     });
-    bool reserve = std::all_of(group.parts.begin(), group.parts.end(),
-                               [&](size_t part) { return analysis.sites[part].runtime == kCachingAllocatorReserve; });
-    if (group.parts.size() == 1) {
-      group.judgement = analysis.sites[group.parts[0]].judgement;
-      if (reserve) settle_reserve(&group.judgement);
-      continue;
-    }
-    std::vector<std::vector<SeriesPoint>> series_parts;
-    SiteEvidence evidence;
-    evidence.made_during = analysis.sites[group.parts[0]].made_during;
-    for (size_t part : group.parts) {
-      const SiteReport& site = analysis.sites[part];
-      evidence.made_during = joint_phase(evidence.made_during, site.made_during);
-      series_parts.push_back(site_series(series, site));
-      evidence.births.insert(evidence.births.end(), site.summary.births.begin(), site.summary.births.end());
-    }
-    evidence.live_bytes = sum_series(series_parts);
-    evidence.now_s = now_s;
-    evidence.epochs = epochs;
-    evidence.allocations = group.allocations;
-    evidence.live_blocks = group.live_blocks;
-    group.judgement = judge_site(evidence);
-    if (reserve) settle_reserve(&group.judgement);
+    GroupReport& group = groups[g];
+    group.parts = std::span<const uint32_t>(analysis.group_parts.data() + begin, sizes[g]);
+    SiteJudgement judgement = group_judgement_of(analysis, group);
+    group.verdict = judgement.verdict;
+    group.growth_bytes_per_min = judgement.growth_bytes_per_min;
   }
-  std::vector<size_t> order(groups.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return ranks_before(groups[a].judgement, groups[a].live_bytes, groups[b].judgement, groups[b].live_bytes);
+  std::vector<uint32_t> order = stable_order(groups, [](const GroupReport& a, const GroupReport& b) {
+    return ranks_before(a, a.live_bytes, b, b.live_bytes);
   });
-  std::vector<size_t> new_index(groups.size());
-  analysis.groups.reserve(groups.size());
-  for (size_t i = 0; i < order.size(); ++i) {
-    new_index[order[i]] = i;
-    analysis.groups.push_back(std::move(groups[order[i]]));
-  }
+  std::vector<uint32_t> new_index(groups.size());
+  for (size_t i = 0; i < order.size(); ++i) new_index[order[i]] = static_cast<uint32_t>(i);
+  reorder(groups, std::move(order));
+  analysis.groups = std::move(groups);
   for (SiteReport& site : analysis.sites) site.group = new_index[site.group];
 }
 
-void build_peak_holders(RunAnalysis& analysis, const PeakCapture& capture, SiteKeys& keys) {
-  std::map<std::string, size_t> by_key;
+void build_peak_holders(RunAnalysis& analysis, const PeakCapture& capture, GroupKeys& keys) {
+  std::unordered_map<GroupKey, size_t, GroupKeyHash> by_key;
   std::vector<PeakReport::Holder>& holders = analysis.peak.holders;
   for (const auto& [site, bytes] : capture.sites) {
-    const SiteKey& key = keys.of(site);
+    NamedKey key = keys.of(site);
     auto [found, inserted] = by_key.emplace(key.key, holders.size());
-    if (inserted) {
-      holders.push_back({frame_name(key.frame, 40), 0, SIZE_MAX});
-    }
+    if (inserted) holders.push_back({key.frame, 0, SIZE_MAX});
     holders[found->second].bytes += bytes;
   }
-  std::unordered_map<std::string, size_t> group_by_key;
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
-    group_by_key.emplace(keys.of(analysis.sites[analysis.groups[g].parts[0]].summary.site).key, g);
-  }
-  for (const auto& [key, index] : by_key) {
-    auto group = group_by_key.find(key);
-    if (group != group_by_key.end()) holders[index].group = group->second;
+    auto holder = by_key.find(keys.of(analysis.capture_of(analysis.sites[analysis.groups[g].parts[0]]).site).key);
+    if (holder != by_key.end() && holders[holder->second].group == SIZE_MAX) holders[holder->second].group = g;
   }
   std::stable_sort(holders.begin(), holders.end(),
                    [](const PeakReport::Holder& a, const PeakReport::Holder& b) { return a.bytes > b.bytes; });
@@ -393,13 +375,15 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   LiveSeries& series = *analysis->series;
   JudgedCapture capture(analysis->at);
   PeakCapture peak;
-  std::vector<JudgedSite> lost_at_check;
+  SiteCaptures lost_captures;
+  std::vector<CapturedSite> lost_at_check;
   read_run(reader, 0, &analysis->state, [&](const RunState& state) {
     const SnapshotInfo& info = state.last_snapshot();
     analysis->peak_program_rss_bytes =
         std::max(analysis->peak_program_rss_bytes, info.rss_bytes - std::min(info.rss_bytes, info.overhead_bytes));
     if (state.leak_check() && state.leak_check()->snapshot == state.snapshot_count()) {
-      lost_at_check = lost_sites_at_check(state);
+      lost_captures = SiteCaptures();
+      lost_at_check = capture_lost_sites(state, &lost_captures);
     }
     if (state.snapshot_count() > judged) return;
     series.observe(state);
@@ -414,93 +398,71 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
     throw StreamError(fmt::format("{}: snapshot {} could not be read", reader.path(), judged));
   }
   analysis->judged = capture.info();
+  analysis->now_s = static_cast<double>(capture.info().time_ns) / 1e9;
   analysis->live_bytes_by_domain = capture.live_bytes_by_domain();
   analysis->devices = capture.devices();
-  std::vector<JudgedSite> judged_sites = capture.take_sites();
-  analysis->sites.reserve(judged_sites.size());  // a stack-heavy run judges a few hundred thousand
-  for (JudgedSite& judged_site : judged_sites) {
-    SiteReport site;
-    site.first_seen_s = judged_site.first_seen_s;
-    site.freed_bytes_by_lifetime = judged_site.freed_bytes_by_lifetime;
-    site.from_earlier = judged_site.from_earlier;
-    site.taken_s = judged_site.taken_s;
-    site.summary = std::move(judged_site.summary);
-    analysis->sites.push_back(std::move(site));
+  analysis->inner_bytes = capture.inner_bytes_by_site();
+  {
+    JudgedSites judged_sites = capture.take_sites();
+    analysis->captures = std::move(judged_sites.captures);
+    analysis->captured = std::move(judged_sites.sites);
   }
-  judged_sites = {};
+  analysis->sites.resize(analysis->captured.size());  // a stack-heavy run judges a few hundred thousand
+  for (size_t i = 0; i < analysis->sites.size(); ++i) analysis->sites[i].captured = static_cast<uint32_t>(i);
   if (analysis->at.teardown != 0) {
     analysis->teardown.mark = analysis->at.teardown;
     analysis->teardown.begin_s = static_cast<double>(marks[analysis->at.teardown - 1].time_ns) / 1e9;
     analysis->teardown.end_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
   }
-  if (judged < state.snapshot_count()) {
-    for (SiteReport& site : analysis->sites) {
-      site.freed_at_exit_bytes = std::max<int64_t>(0, site.summary.live_bytes - state.sites()[site.summary.site].live_bytes);
-      analysis->teardown.freed_bytes += site.freed_at_exit_bytes;
-    }
-  }
+  for (const SiteReport& site : analysis->sites) analysis->teardown.freed_bytes += freed_at_exit_bytes(*analysis, site);
   std::unordered_map<uint32_t, LostFigures> lost = lost_by_site(state);
   if (!lost.empty()) {
-    std::unordered_map<uint32_t, size_t> judged_index;
-    for (size_t i = 0; i < analysis->sites.size(); ++i) judged_index.emplace(analysis->sites[i].summary.site, i);
-    for (JudgedSite& at_check : lost_at_check) {
-      if (judged_index.count(at_check.summary.site) != 0) continue;
+    std::vector<bool> judged_site(state.sites().size(), false);
+    for (const CapturedSite& site : analysis->captured) judged_site[site.site] = true;
+    for (const CapturedSite& at_check : lost_at_check) {
+      if (judged_site[at_check.site]) continue;
       SiteReport site;
-      site.first_seen_s = at_check.first_seen_s;
-      site.freed_bytes_by_lifetime = at_check.freed_bytes_by_lifetime;
-      site.taken_s = at_check.taken_s;
+      site.captured = static_cast<uint32_t>(analysis->captured.size());
       site.from_leak_check = true;
-      site.summary = std::move(at_check.summary);
-      analysis->sites.push_back(std::move(site));
+      analysis->captured.push_back(analysis->captures.copy(lost_captures, at_check));
+      analysis->sites.push_back(site);
     }
     for (SiteReport& site : analysis->sites) {
-      auto found = lost.find(site.summary.site);
+      auto found = lost.find(analysis->capture_of(site).site);
       if (found != lost.end()) site.lost = found->second;
     }
   }
   lost_at_check = {};
+  lost_captures = SiteCaptures();
 
   analysis->symbolizer = std::make_unique<Symbolizer>(state);
   analysis->roles = FrameRoles(options.fold, state.process().exe);
-  double now_s = static_cast<double>(capture.info().time_ns) / 1e9;
   for (SiteReport& site : analysis->sites) {
-    site.made_during = startup_phase_of(state, *analysis->symbolizer, site.summary.stack);
-    if (site.from_leak_check) {
-      site.judgement.reason = fmt::format("not live at the judged snapshot; it lost blocks {}",
-                                          leak_check_when(*state.leak_check()));
-      continue;
-    }
-    SiteEvidence evidence;
-    evidence.live_bytes = site_series(series, site);
-    evidence.births = site.summary.births;
-    evidence.now_s = now_s;
-    evidence.epochs = capture.epochs();
-    evidence.allocations = site.summary.allocations;
-    evidence.live_blocks = site.summary.live_blocks;
-    evidence.made_during = site.made_during;
-    evidence.over_budget = state.is_marker_stack(site.summary.stack, internal::kOverBudgetFrame);
-    site.judgement = judge_site(evidence);
-    site.median_age_s = now_s * (1 - site.judgement.median_birth_fraction);
+    site.made_during = startup_phase_of(state, *analysis->symbolizer, analysis->stack_of(site));
+    if (site.from_leak_check) continue;  // not judged: its reason says why (site_judgement())
+    SiteJudgement judgement = judge_site(site_evidence(*analysis, site));
+    site.verdict = judgement.verdict;
+    site.growth_bytes_per_min = judgement.growth_bytes_per_min;
   }
-  std::stable_sort(analysis->sites.begin(), analysis->sites.end(), [](const SiteReport& a, const SiteReport& b) {
-    return ranks_before(a.judgement, a.summary.live_bytes, b.judgement, b.summary.live_bytes);
-  });
-  SiteKeys keys(state, *analysis->symbolizer, analysis->roles);
+  reorder(analysis->sites, stable_order(analysis->sites, [&](const SiteReport& a, const SiteReport& b) {
+            return ranks_before(a, analysis->capture_of(a).live_bytes, b, analysis->capture_of(b).live_bytes);
+          }));
   // Residue is known before groups are judged: a caching allocator's reserve is judged as one.
   for (SiteReport& site : analysis->sites) {
-    const std::vector<SymbolizedFrame>& frames = analysis->symbolizer->stack(site.summary.stack);
+    std::vector<const SymbolizedFrame*> frames = analysis->symbolizer->frames(analysis->stack_of(site));
     site.runtime = runtime_residue(frames);
-    if (site.runtime == nullptr) site.runtime = caching_allocator_reserve(analysis->state, site.summary, frames);
+    if (site.runtime == nullptr) site.runtime = caching_allocator_reserve(state, analysis->capture_of(site).site, frames);
     if (site.lost.any()) site.lost_runtime = lost_residue(frames, analysis->roles);
   }
-  build_groups(*analysis, series, keys, now_s, capture.epochs());
+  GroupKeys keys(state, *analysis->symbolizer, analysis->roles);
+  build_groups(*analysis, keys);
   for (GroupReport& group : analysis->groups) {
     bool residue = std::all_of(group.parts.begin(), group.parts.end(),
-                               [&](size_t part) { return analysis->sites[part].runtime != nullptr; });
+                               [&](uint32_t part) { return analysis->sites[part].runtime != nullptr; });
     if (residue && !group.parts.empty()) group.runtime = analysis->sites[group.parts[0]].runtime;
     const SiteReport* lost_part = nullptr;
     bool lost_residue_only = true;
-    for (size_t part : group.parts) {
+    for (uint32_t part : group.parts) {
       const SiteReport& site = analysis->sites[part];
       if (!site.lost.any()) continue;
       if (site.lost_runtime == nullptr) lost_residue_only = false;
@@ -510,7 +472,7 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   }
   for (size_t g = 0; g < analysis->groups.size(); ++g) {
     const GroupReport& group = analysis->groups[g];
-    if (group.judgement.verdict != Verdict::kLeak && group.lost.any() && group.lost_runtime.empty()) {
+    if (group.verdict != Verdict::kLeak && group.lost.any() && group.lost_runtime == nullptr) {
       analysis->lost_groups.push_back(g);
     }
   }
@@ -525,8 +487,9 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   std::map<uint32_t, int64_t> thread_bytes;
   for (const SiteReport& site : analysis->sites) {
     if (site.from_leak_check) continue;
-    for (const TaskShare& share : site.summary.tasks) task_bytes[share.name] += share.live_bytes;
-    for (const ThreadShare& share : site.summary.threads) thread_bytes[share.thread] += share.live_bytes;
+    const CapturedSite& taken = analysis->capture_of(site);
+    analysis->captures.for_each_task(taken, [&](const std::string& name, int64_t bytes, int64_t) { task_bytes[name] += bytes; });
+    analysis->captures.for_each_thread(taken, [&](uint32_t thread, int64_t bytes, int64_t) { thread_bytes[thread] += bytes; });
   }
   for (const std::string& name : series.task_names()) {
     OwnerReport owner = owner_report(series.task(name));
@@ -547,6 +510,49 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   if (!analysis->residency.empty()) analysis->residency.back().tracked_bytes = analysis->live_bytes_by_domain;
   analysis->findings = untracked_growth(analysis->residency);
   return analysis;
+}
+
+std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupReport& group) {
+  std::vector<SeriesPoint> sum;
+  for (uint32_t part : group.parts) add_series(&sum, site_series(analysis, analysis.sites[part]));
+  return sum;
+}
+
+int64_t freed_at_exit_bytes(const RunAnalysis& analysis, const SiteReport& site) {
+  if (site.from_leak_check || analysis.at.index >= analysis.state.snapshot_count()) return 0;
+  const CapturedSite& taken = analysis.capture_of(site);
+  return std::max<int64_t>(0, taken.live_bytes - analysis.state.sites()[taken.site].live_bytes);
+}
+
+SiteJudgement site_judgement(const RunAnalysis& analysis, size_t index) {
+  const SiteReport& site = analysis.sites[index];
+  if (!site.from_leak_check) return judge_site(site_evidence(analysis, site));
+  SiteJudgement judgement;
+  judgement.reason = fmt::format("not live at the judged snapshot; it lost blocks {}", leak_check_when(*analysis.state.leak_check()));
+  return judgement;
+}
+
+SiteJudgement group_judgement(const RunAnalysis& analysis, size_t index) {
+  return group_judgement_of(analysis, analysis.groups[index]);
+}
+
+SiteSummary site_summary(const RunAnalysis& analysis, size_t index) {
+  return analysis.captures.summary(analysis.state, analysis.capture_of(analysis.sites[index]));
+}
+
+SiteDetail site_detail(const RunAnalysis& analysis, size_t index) {
+  const SiteReport& site = analysis.sites[index];
+  SiteDetail detail;
+  detail.summary = site_summary(analysis, index);
+  detail.judgement = site_judgement(analysis, index);
+  detail.first_seen_s = first_seen_s(analysis.state, analysis.capture_of(site).site);
+  if (!site.from_leak_check) detail.median_age_s = analysis.now_s * (1 - detail.judgement.median_birth_fraction);
+  detail.freed_bytes_by_lifetime = analysis.captures.lifetimes(analysis.capture_of(site));
+  detail.freed_at_exit_bytes = freed_at_exit_bytes(analysis, site);
+  detail.group = site.group;
+  detail.from_leak_check = site.from_leak_check;
+  detail.lost = site.lost;
+  return detail;
 }
 
 }  // namespace leakscope::report

@@ -6,21 +6,23 @@
 // groups by their first user frame, each with one verdict; what teardown freed; when tracked bytes
 // peaked and who held them; the process's memory over time beside tracked bytes, and residency
 // findings (RSS growth that tracked allocations do not explain). Memory is bounded by the number
-// of sites and live (triple, epoch) pairs, not by the stream's length. The rules are in
-// docs/ANALYSIS.md.
+// of sites and live (triple, epoch) pairs, not by the stream's length, and a site costs a fixed
+// record: names, frames, whole judgements and series are made only for what is shown. The rules
+// are in docs/ANALYSIS.md.
 #ifndef LEAKSCOPE_REPORT_ANALYSIS_H_
 #define LEAKSCOPE_REPORT_ANALYSIS_H_
 
 #include <array>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "report/frame_roles.h"
-#include "report/judged_state.h"
 #include "report/leak_check.h"
 #include "report/live_series.h"
 #include "report/run_state.h"
+#include "report/site_capture.h"
 #include "report/site_summary.h"
 #include "report/snapshot_choice.h"
 #include "report/symbolizer.h"
@@ -28,42 +30,57 @@
 
 namespace leakscope::report {
 
+// SiteReport: one judged site, a fixed record. What only a shown site needs (its owners and
+// births by name, its whole judgement) is made for it by site_detail().
 struct SiteReport {
-  SiteSummary summary;  // at the judged snapshot
-  SiteJudgement judgement;
-  double first_seen_s = 0;
-  double median_age_s = 0;  // half of the live bytes are at least this old
-  std::array<uint64_t, internal::kLifetimeBuckets> freed_bytes_by_lifetime{};
-  int64_t freed_at_exit_bytes = 0;  // live at the judged snapshot, freed by the end of the stream
-  size_t group = 0;                 // index in RunAnalysis::groups
-  bool from_earlier = false;        // taken from a snapshot before a main-return mark
-  double taken_s = 0;               // the time of the snapshot it was taken from
+  uint32_t captured = 0;  // in RunAnalysis::captured: its counters as taken, and where its details are
+  uint32_t group = 0;     // index in RunAnalysis::groups
+  Verdict verdict = Verdict::kUnknown;            // its own judgement's (site_judgement())
   StartupPhase made_during = StartupPhase::kNone;  // the start-up phase it was made in (SiteEvidence)
-  const char* runtime = nullptr;  // why it is the runtime's own residue (runtime_residue()), or null
-  const char* lost_runtime = nullptr;  // why what it lost is the runtime's own (lost_residue()), or null
-  LostFigures lost;               // at the leak check; 0 when reachable or not scanned
   // Not live at the judged snapshot, but lost at the leak check: taken from the scan's snapshot,
   // and not judged.
   bool from_leak_check = false;
+  double growth_bytes_per_min = 0;  // its own judgement's: leaks rank by it
+  const char* runtime = nullptr;  // why it is the runtime's own residue (runtime_residue()), or null
+  const char* lost_runtime = nullptr;  // why what it lost is the runtime's own (lost_residue()), or null
+  LostFigures lost;  // at the leak check; 0 when reachable or not scanned
 };
 
-// The sites that share one first user frame: one bug, one answer.
+// One site whole, as a report shows it.
+struct SiteDetail {
+  SiteSummary summary;  // as taken
+  SiteJudgement judgement;
+  double first_seen_s = 0;
+  double median_age_s = 0;  // half of the live bytes are at least this old
+  LifetimeHistogram::Buckets freed_bytes_by_lifetime{};
+  int64_t freed_at_exit_bytes = 0;
+  size_t group = 0;
+  bool from_leak_check = false;
+  LostFigures lost;
+};
+
+// The sites that share one first user frame: one bug, one answer. Its judgement is on the sum of
+// its parts' series and births; group_judgement() makes it whole for a group that is shown.
 struct GroupReport {
+  // Their first user frame, when they have one, else the innermost: the symbolizer's, never null.
+  const SymbolizedFrame* user_frame = nullptr;
   bool has_user_frame = false;
-  SymbolizedFrame user_frame;  // their first user frame, when they have one, else the innermost
-  bool cut_at_depth = false;   // no user frame, and the stack was cut at the run's --depth
-  std::vector<size_t> parts;   // indices in RunAnalysis::sites, largest first
+  bool cut_at_depth = false;      // no user frame, and the stack was cut at the run's --depth
+  std::span<const uint32_t> parts;  // indices in RunAnalysis::sites, largest first (in RunAnalysis::group_parts)
   int64_t live_bytes = 0;
   int64_t live_blocks = 0;
   uint64_t allocations = 0;
   uint64_t temporary_allocations = 0;
   int64_t freed_at_exit_bytes = 0;
   double first_seen_s = 0;
-  SiteJudgement judgement;  // on the sum of the parts' series and births
-  std::string runtime;      // why every site of it is the runtime's own residue (suppressions.h, device_layers.h); "" when not
+  Verdict verdict = Verdict::kUnknown;  // its judgement's
+  double growth_bytes_per_min = 0;
+  // Why every site of it is the runtime's own residue (suppressions.h, device_layers.h); null when not.
+  const char* runtime = nullptr;
   int64_t inner_bytes = 0;  // of a caching allocator's reserve: the c10_cuda bytes inside it
-  std::string lost_runtime;  // why everything its sites lost is the runtime's own (lost_residue()); "" when not
-  LostFigures lost;         // its sites', at the leak check
+  // Why everything its sites lost is the runtime's own (lost_residue()); null when not.
+  const char* lost_runtime = nullptr;
+  LostFigures lost;  // its sites', at the leak check
 };
 
 // Live bytes and growth of everything one task name, or one thread, owns.
@@ -88,8 +105,8 @@ struct ResidencyFinding {
 // When tracked host bytes peaked, up to the judged snapshot, and what held them.
 struct PeakReport {
   struct Holder {
-    std::string name;     // the first user frame, or the innermost frame when there is none
-    int64_t bytes = 0;    // at the peak
+    const SymbolizedFrame* frame = nullptr;  // the first user frame, or the innermost frame when there is none
+    int64_t bytes = 0;        // at the peak
     size_t group = SIZE_MAX;  // the group of the judged snapshot with that frame, if any
   };
   uint32_t snapshot = 0;  // from 1; 0 when nothing was ever tracked
@@ -117,8 +134,14 @@ struct RunAnalysis {
   SnapshotInfo judged;  // INFO of the judged snapshot
   std::array<int64_t, internal::kDomainCount> live_bytes_by_domain{};  // at the judged snapshot
   std::vector<DeviceMemory> devices;  // what the judged snapshot says of each device's memory
+  std::unordered_map<uint32_t, int64_t> inner_bytes;  // by cuda site: the c10_cuda bytes inside it, at the judged snapshot
+  // Every site as taken (at the judged snapshot, earlier, or at the leak check), and their
+  // details: what SiteReport::captured refers to.
+  std::vector<CapturedSite> captured;
+  SiteCaptures captures;
   std::vector<SiteReport> sites;    // leaks by growth, then caches, startup, unknown by size
   std::vector<GroupReport> groups;  // the same order
+  std::vector<uint32_t> group_parts;  // every group's parts, group after group (GroupReport::parts)
   std::vector<OwnerReport> by_task;    // by live bytes, largest first
   std::vector<OwnerReport> by_thread;
   std::vector<ProcessSample> residency;  // up to the judged snapshot
@@ -133,13 +156,33 @@ struct RunAnalysis {
   std::unique_ptr<Symbolizer> symbolizer;  // over `state`
   FrameRoles roles;
   std::unique_ptr<LiveSeries> series;  // each site's live bytes over time, up to the judged snapshot
+  double now_s = 0;  // the judged snapshot's time, which judgements are made at
+
+  // Of a site of `sites`: as taken, its domain and stack.
+  const CapturedSite& capture_of(const SiteReport& site) const { return captured[site.captured]; }
+  Domain domain_of(const SiteReport& site) const { return state.sites()[capture_of(site).site].domain; }
+  uint32_t stack_of(const SiteReport& site) const { return state.sites()[capture_of(site).site].stack; }
 };
+
+// freed_at_exit_bytes() is what of site `site`'s bytes at the judged snapshot were gone by the end
+// of the stream.
+int64_t freed_at_exit_bytes(const RunAnalysis& analysis, const SiteReport& site);
+
+// site_summary() is site `index` of analysis.sites whole, with its owners' names; site_detail()
+// adds its judgement and the rest a report shows of it.
+SiteSummary site_summary(const RunAnalysis& analysis, size_t index);
+SiteDetail site_detail(const RunAnalysis& analysis, size_t index);
+
+// site_judgement() and group_judgement() are the whole judgements of a site and a group, made
+// again from their series and births: only verdicts and rates are kept for all of them.
+SiteJudgement site_judgement(const RunAnalysis& analysis, size_t index);
+SiteJudgement group_judgement(const RunAnalysis& analysis, size_t index);
 
 // group_series() is a group's live bytes over time: the sum of its sites' series (as judged).
 std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupReport& group);
 
 // analyze_run() reads the whole stream. Throws StreamError like load_run(). The result refers to
-// itself (the symbolizer reads `state`), hence the pointer.
+// itself (the symbolizer reads `state`, groups their parts), hence the pointer.
 std::unique_ptr<RunAnalysis> analyze_run(const std::string& path, const AnalysisOptions& options = {});
 std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOptions& options = {});
 

@@ -9,12 +9,12 @@ namespace leakscope::report {
 
 const char* const kCachingAllocatorReserve = "the caching allocator's reserve of device memory";
 
-const char* caching_allocator_reserve(const RunState& state, const SiteSummary& site,
-                                      const std::vector<SymbolizedFrame>& frames) {
-  if (site.domain != Domain::kCuda || site.site >= state.sites().size()) return nullptr;
-  if (state.sites()[site.site].held_inner_blocks) return kCachingAllocatorReserve;
-  for (const SymbolizedFrame& frame : frames) {
-    if (module_base_name(frame.module).rfind("libc10_cuda", 0) == 0) return kCachingAllocatorReserve;
+const char* caching_allocator_reserve(const RunState& state, uint32_t site,
+                                      const std::vector<const SymbolizedFrame*>& frames) {
+  if (site >= state.sites().size() || state.sites()[site].domain != Domain::kCuda) return nullptr;
+  if (state.held_inner_blocks(site)) return kCachingAllocatorReserve;
+  for (const SymbolizedFrame* frame : frames) {
+    if (module_base_name(frame->module).rfind("libc10_cuda", 0) == 0) return kCachingAllocatorReserve;
   }
   return nullptr;
 }

@@ -12,7 +12,6 @@
 #include <string>
 
 #include "report/run_state.h"
-#include "report/site_summary.h"
 #include "report/symbolizer.h"
 
 namespace leakscope::report {
@@ -24,8 +23,8 @@ extern const char* const kCachingAllocatorReserve;
 // blocks held c10_cuda blocks at any snapshot `state` has read, or whose stack `frames` passes
 // through PyTorch's caching allocator (libc10_cuda: tensors made and freed between two snapshots
 // leave no trace in them); else nullptr.
-const char* caching_allocator_reserve(const RunState& state, const SiteSummary& site,
-                                      const std::vector<SymbolizedFrame>& frames);
+const char* caching_allocator_reserve(const RunState& state, uint32_t site,
+                                      const std::vector<const SymbolizedFrame*>& frames);
 
 // is_driver_domain() is true for cuda, cuda_host and cuda_managed: memory the driver hands out, the
 // layer beneath the program's objects, grouped apart from them.

@@ -17,16 +17,18 @@ namespace {
 
 struct Side {
   int64_t bytes = 0, blocks = 0;
-  const SiteReport* largest = nullptr;
+  size_t largest = SIZE_MAX;  // in the run's sites
 };
 
 std::map<std::string, Side> by_signature(const RunAnalysis& run) {
   std::map<std::string, Side> sides;
-  for (const SiteReport& site : run.sites) {
-    Side& side = sides[site_signature(site.summary, *run.symbolizer)];
-    side.bytes += site.summary.live_bytes;
-    side.blocks += site.summary.live_blocks;
-    if (side.largest == nullptr || site.summary.live_bytes > side.largest->summary.live_bytes) side.largest = &site;
+  for (size_t i = 0; i < run.sites.size(); ++i) {
+    const CapturedSite& site = run.capture_of(run.sites[i]);
+    const Site& of_state = run.state.sites()[site.site];
+    Side& side = sides[site_signature(of_state.domain, of_state.stack, *run.symbolizer)];
+    side.bytes += site.live_bytes;
+    side.blocks += site.live_blocks;
+    if (side.largest == SIZE_MAX || site.live_bytes > run.capture_of(run.sites[side.largest]).live_bytes) side.largest = i;
   }
   return sides;
 }
@@ -60,21 +62,22 @@ RunHeader header_of(const RunAnalysis& run) { return {run.state, run.at, run.jud
 std::vector<DiffRow> diff_rows(const RunAnalysis& before, const RunAnalysis& after) {
   std::map<std::string, Side> old_sites = by_signature(before), new_sites = by_signature(after);
   std::vector<DiffRow> rows;
-  auto add = [&rows](const Side* old_side, const Side* new_side) {
+  auto add = [&](const Side* old_side, const Side* new_side) {
     DiffRow row;
     if (old_side != nullptr) {
       row.before_bytes = old_side->bytes;
       row.before_blocks = old_side->blocks;
-      row.before_verdict = old_side->largest->judgement.verdict;
+      row.before_verdict = before.sites[old_side->largest].verdict;
     }
     if (new_side != nullptr) {
       row.after_bytes = new_side->bytes;
       row.after_blocks = new_side->blocks;
-      row.after_verdict = new_side->largest->judgement.verdict;
+      row.after_verdict = after.sites[new_side->largest].verdict;
     }
     row.shown = new_side != nullptr ? new_side->largest : old_side->largest;
     row.from_after = new_side != nullptr;
-    row.domain = row.shown->summary.domain;
+    const RunAnalysis& shown_in = row.from_after ? after : before;
+    row.domain = shown_in.domain_of(shown_in.sites[row.shown]);
     if (old_side == nullptr) row.status = "appeared";
     else if (new_side == nullptr) row.status = "vanished";
     else if (row.after_bytes > row.before_bytes) row.status = "grew";
@@ -103,8 +106,8 @@ nlohmann::json diff_json(const RunAnalysis& before, const RunAnalysis& after, si
   nlohmann::json sites = nlohmann::json::array();
   for (const DiffRow& row : diff_rows(before, after)) {
     if (sites.size() >= top) break;
-    Symbolizer& symbolizer = row.from_after ? *after.symbolizer : *before.symbolizer;
-    nlohmann::json entry = site_json(row.shown->summary, symbolizer);
+    const RunAnalysis& shown_in = row.from_after ? after : before;
+    nlohmann::json entry = site_json(site_summary(shown_in, row.shown), *shown_in.symbolizer);
     entry.erase("live_bytes");
     entry.erase("live_blocks");
     entry.erase("live_bytes_by_birth");  // of one run only; the diff compares totals
@@ -143,14 +146,14 @@ std::string diff_text(const RunAnalysis& before, const RunAnalysis& after, size_
   for (const DiffRow& row : rows) {
     bool verdict_changed = row.before_verdict && row.after_verdict && *row.before_verdict != *row.after_verdict;
     if ((row.status == "unchanged" && !verdict_changed) || shown++ >= top) continue;
-    Symbolizer& symbolizer = row.from_after ? *after.symbolizer : *before.symbolizer;
-    const auto& frames = symbolizer.stack(row.shown->summary.stack);
+    const RunAnalysis& shown_in = row.from_after ? after : before;
+    const auto frames = shown_in.symbolizer->frames(shown_in.stack_of(shown_in.sites[row.shown]));
     std::string verdicts = fmt::format("{} → {}", verdict_or_dash(row.before_verdict), verdict_or_dash(row.after_verdict));
     std::string delta = format_bytes(row.after_bytes - row.before_bytes);
     if (row.after_bytes > row.before_bytes) delta = "+" + delta;
     out += fmt::format("{:>12}  {:<9} {:<4} {:<19} {} → {}\n", delta, row.status, domain_name(row.domain), verdicts,
                        format_bytes(row.before_bytes), format_bytes(row.after_bytes));
-    if (!frames.empty()) out += fmt::format("              at {}\n", frame_text(frames[0], 84));
+    if (!frames.empty()) out += fmt::format("              at {}\n", frame_text(*frames[0], 84));
   }
   return out;
 }

@@ -23,7 +23,7 @@ struct DiffRow {
   Domain domain = Domain::kHeap;
   int64_t before_bytes = 0, after_bytes = 0, before_blocks = 0, after_blocks = 0;
   std::optional<Verdict> before_verdict, after_verdict;
-  const SiteReport* shown = nullptr;  // the site whose frames represent the row (after, else before)
+  size_t shown = 0;  // the site whose frames represent the row, in the sites of after, else of before
   bool from_after = true;
 };
 

@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #include "report/json_text.h"
+#include "report/json_writer.h"
 #include "report/leak_check.h"
 #include "report/site_format.h"
-#include "report/site_summary.h"
 #include "report/text_layout.h"
 #include "report/units.h"
 
@@ -17,17 +17,6 @@ using internal::domain_name;
 
 namespace {
 
-// indented() is `text` with every line after the first indented by `spaces`.
-std::string indented(const std::string& text, size_t spaces) {
-  std::string result;
-  result.reserve(text.size());
-  for (char c : text) {
-    result += c;
-    if (c == '\n') result.append(spaces, ' ');
-  }
-  return result;
-}
-
 LostFigures lost_of(const std::unordered_map<uint32_t, LostFigures>& lost, uint32_t site) {
   auto found = lost.find(site);
   return found != lost.end() ? found->second : LostFigures{};
@@ -35,7 +24,7 @@ LostFigures lost_of(const std::unordered_map<uint32_t, LostFigures>& lost, uint3
 
 }  // namespace
 
-void write_dump_json(const RunHeader& run, const std::vector<JudgedSite>& sites, size_t left_out, Symbolizer& symbolizer,
+void write_dump_json(const RunHeader& run, const JudgedSites& judged, size_t left_out, Symbolizer& symbolizer,
                      std::FILE* out) {
   // The header's members, then "sites" last, one site at a time.
   nlohmann::json document = run_header_json(run);
@@ -47,26 +36,26 @@ void write_dump_json(const RunHeader& run, const std::vector<JudgedSite>& sites,
   while (!header.empty() && (header.back() == '\n' || header.back() == ' ')) header.pop_back();
   fmt::print(out, "{},\n  \"sites\": [", header);
   bool first = true;
-  for (const JudgedSite& site : sites) {
-    nlohmann::json entry = site_json(site.summary, symbolizer);
-    add_lost_json(lost_of(lost, site.summary.site), &entry);
+  for (const CapturedSite& site : judged.sites) {
+    nlohmann::json entry = site_json(judged.captures.summary(run.state, site), symbolizer);
+    add_lost_json(lost_of(lost, site.site), &entry);
     fmt::print(out, "{}\n    {}", first ? "" : ",", indented(json_text(entry), 4));
     first = false;
   }
   fmt::print(out, "{}]\n}}\n", first ? "" : "\n  ");
 }
 
-void write_dump_text(const RunHeader& run, const std::vector<JudgedSite>& sites, size_t left_out, Symbolizer& symbolizer,
+void write_dump_text(const RunHeader& run, const JudgedSites& judged, size_t left_out, Symbolizer& symbolizer,
                      std::FILE* out, int max_frames) {
   std::string text = run_header_text(run, "leakscope dump");
   if (run.state.leak_check()) text += leak_check_text(*run.state.leak_check());
   std::unordered_map<uint32_t, LostFigures> lost = lost_by_site(run.state);
   if (left_out != 0) {
-    text += fmt::format("sites: the {} largest shown, {} more left out (--top, --min-bytes)\n", sites.size(), left_out);
+    text += fmt::format("sites: the {} largest shown, {} more left out (--top, --min-bytes)\n", judged.sites.size(), left_out);
   }
   int rank = 0;
-  for (const JudgedSite& judged : sites) {
-    const SiteSummary& site = judged.summary;
+  for (const CapturedSite& captured : judged.sites) {
+    SiteSummary site = judged.captures.summary(run.state, captured);
     std::fwrite(text.data(), 1, text.size(), out);
     text.clear();
     std::string lost_part = lost_text(lost_of(lost, site.site));

@@ -63,14 +63,15 @@ std::string flame_frame_name(const SymbolizedFrame& frame) {
 std::string folded_stacks(RunAnalysis& analysis) {
   std::map<std::string, int64_t> bytes_by_stack;
   for (const SiteReport& site : analysis.sites) {
-    if (site.summary.live_bytes <= 0) continue;
-    std::vector<SymbolizedFrame> frames = analysis.symbolizer->stack(site.summary.stack);
+    int64_t bytes = analysis.capture_of(site).live_bytes;
+    if (bytes <= 0) continue;
+    std::vector<const SymbolizedFrame*> frames = analysis.symbolizer->frames(analysis.stack_of(site));
     std::string stack;
     for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {
-      stack += (stack.empty() ? "" : ";") + flame_frame_name(*frame);
+      stack += (stack.empty() ? "" : ";") + flame_frame_name(**frame);
     }
     if (stack.empty()) stack = "[no stack]";
-    bytes_by_stack[stack] += site.summary.live_bytes;
+    bytes_by_stack[stack] += bytes;
   }
   std::string out;
   for (const auto& [stack, bytes] : bytes_by_stack) out += fmt::format("{} {}\n", stack, bytes);

@@ -152,19 +152,20 @@ namespace {
 
 // has_python_caller() is whether a Python frame from a file (not one compiled from a string) calls
 // frames[index], however far out.
-bool has_python_caller(const std::vector<SymbolizedFrame>& frames, size_t index) {
+bool has_python_caller(const std::vector<const SymbolizedFrame*>& frames, size_t index) {
   for (size_t i = index + 1; i < frames.size(); ++i) {
-    if (frames[i].language == "python" && !FrameRoles::is_generated_python(frames[i])) return true;
+    if (frames[i]->language == "python" && !FrameRoles::is_generated_python(*frames[i])) return true;
   }
   return false;
 }
 
 }  // namespace
 
-std::vector<SymbolizedFrame> FrameRoles::user_frames(const std::vector<SymbolizedFrame>& frames, size_t count) const {
-  std::vector<SymbolizedFrame> found;
+std::vector<const SymbolizedFrame*> FrameRoles::user_frames(const std::vector<const SymbolizedFrame*>& frames,
+                                                            size_t count) const {
+  std::vector<const SymbolizedFrame*> found;
   for (size_t i = 0; i < frames.size() && found.size() < count; ++i) {
-    if (is_user(frames[i]) && !(is_generated_python(frames[i]) && has_python_caller(frames, i))) found.push_back(frames[i]);
+    if (is_user(*frames[i]) && !(is_generated_python(*frames[i]) && has_python_caller(frames, i))) found.push_back(frames[i]);
   }
   return found;
 }

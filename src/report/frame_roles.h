@@ -43,7 +43,7 @@ class FrameRoles {
   static bool is_generated_python(const SymbolizedFrame& frame);
 
   // user_frames() is the first `count` user frames of a whole stack, innermost first.
-  std::vector<SymbolizedFrame> user_frames(const std::vector<SymbolizedFrame>& frames, size_t count) const;
+  std::vector<const SymbolizedFrame*> user_frames(const std::vector<const SymbolizedFrame*>& frames, size_t count) const;
 
  private:
   bool classify_module(const std::string& path) const;

@@ -93,7 +93,8 @@ std::string gate_text(const RunAnalysis& analysis, const GateResult& result, con
     std::string named;
     for (size_t i = 0; i < result.unjudged.size() && i < 3; ++i) {
       const UnjudgedGroup& group = result.unjudged[i];
-      named += fmt::format("{}{} {} ({})", i == 0 ? "" : "; ", group.name, format_bytes(group.live_bytes), group.reason);
+      named += fmt::format("{}{} {} ({})", i == 0 ? "" : "; ", frame_name(*analysis.groups[group.group].user_frame, 60),
+                           format_bytes(group.live_bytes), group_judgement(analysis, group.group).reason);
     }
     if (result.unjudged.size() > 3) named += fmt::format("; and {} more", result.unjudged.size() - 3);
     out += wrap(fmt::format("note: {} group{} ({}) could not be judged, and no limit holds them: {}", result.unjudged.size(),

@@ -155,15 +155,15 @@ std::string html_report(RunAnalysis& analysis, size_t top) {
   FlameNode root;
   root.name = "all";
   for (const SiteReport& site : analysis.sites) {
-    if (site.summary.live_bytes <= 0) continue;
-    bool leak = analysis.groups[site.group].judgement.verdict == Verdict::kLeak;
-    int64_t bytes = site.summary.live_bytes;
-    std::vector<SymbolizedFrame> frames = analysis.symbolizer->stack(site.summary.stack);
+    int64_t bytes = analysis.capture_of(site).live_bytes;
+    if (bytes <= 0) continue;
+    bool leak = analysis.groups[site.group].verdict == Verdict::kLeak;
+    std::vector<const SymbolizedFrame*> frames = analysis.symbolizer->frames(analysis.stack_of(site));
     FlameNode* node = &root;
     node->bytes += bytes;
     node->leaked += leak ? bytes : 0;
     for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {
-      std::string name = flame_frame_name(*frame);
+      std::string name = flame_frame_name(**frame);
       node = &node->children[name];
       node->name = name;
       node->bytes += bytes;
@@ -192,15 +192,16 @@ std::string html_report(RunAnalysis& analysis, size_t top) {
   data["groups"] = nlohmann::json::array();
   for (size_t g = 0; g < analysis.groups.size() && g < top; ++g) {
     const GroupReport& group = analysis.groups[g];
-    std::string name = function_text(group.user_frame, 80);
-    if (!group.user_frame.file.empty()) name += fmt::format(" ({}:{})", module_base_name(group.user_frame.file), group.user_frame.line);
+    SiteJudgement judgement = group_judgement(analysis, g);
+    std::string name = function_text(*group.user_frame, 80);
+    if (!group.user_frame->file.empty()) name += fmt::format(" ({}:{})", module_base_name(group.user_frame->file), group.user_frame->line);
     data["groups"].push_back({{"name", name},
-                              {"verdict", verdict_name(group.judgement.verdict)},
-                              {"confidence", group.judgement.confidence},
+                              {"verdict", verdict_name(judgement.verdict)},
+                              {"confidence", judgement.confidence},
                               {"live_bytes", group.live_bytes},
-                              {"growth", group.judgement.growth_bytes_per_min},
-                              {"leak_entropy", group.judgement.leak_entropy},
-                              {"reason", group.judgement.reason},
+                              {"growth", judgement.growth_bytes_per_min},
+                              {"leak_entropy", judgement.leak_entropy},
+                              {"reason", judgement.reason},
                               {"series", points_json(group_series(analysis, group))}});
   }
   // "</" would end the script element that carries the data.

@@ -1,78 +1,106 @@
 #include "report/judged_state.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 namespace leakscope::report {
-
-std::vector<JudgedSite> live_sites(const RunState& state) {
-  std::vector<JudgedSite> sites;
-  for (SiteSummary& summary : summarize_live_sites(state)) {
-    JudgedSite judged;
-    const Site& site = state.sites()[summary.site];
-    judged.first_seen_s = static_cast<double>(site.first_seen_ns) / 1e9;
-    judged.taken_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
-    judged.freed_bytes_by_lifetime = site.freed_bytes_by_lifetime;
-    judged.summary = std::move(summary);
-    sites.push_back(std::move(judged));
-  }
-  return sites;
-}
 
 void JudgedCapture::observe(const RunState& state) {
   uint32_t index = state.snapshot_count();
   if (done_ || index == 0) return;
   if (at_.earlier != 0 && index >= at_.earliest && index <= at_.earlier) {
-    double epoch_start_s = static_cast<double>(state.epoch_start_ns(state.last_snapshot().epoch)) / 1e9;
-    for (JudgedSite& site : live_sites(state)) {
-      int64_t held = 0;
-      for (const LiveByBirth& birth : site.summary.births) {
-        if (birth.birth_s < epoch_start_s) held += birth.bytes;
-      }
-      EarlierSite& earlier = earlier_[site.summary.site];
-      // Still shrinking: the run keeps its start. Otherwise a run may start here.
-      if (earlier.seen_at == 0 || held >= earlier.latest_held) {
-        earlier.run_start = site;
-        earlier.run_start_held = held;
-      }
-      earlier.latest = std::move(site);
-      earlier.latest_held = held;
-      earlier.seen_at = index;
-    }
-    for (auto& [id, earlier] : earlier_) {
-      if (earlier.seen_at != index) earlier.latest_held = 0;  // gone here: it shrank to nothing
-    }
+    observe_earlier(state, index);
     return;
   }
   if (index != at_.index) return;
   done_ = true;
   info_ = state.last_snapshot();
   devices_ = state.devices();
-  sites_ = live_sites(state);
-  if (at_.earlier != 0) {
-    std::unordered_map<uint32_t, size_t> now;
-    for (size_t i = 0; i < sites_.size(); ++i) now.emplace(sites_[i].summary.site, i);
-    for (auto& [id, before] : earlier_) {
-      auto found = now.find(id);
-      int64_t held_now = found != now.end() ? sites_[found->second].summary.live_bytes : 0;
-      bool gone = held_now == 0;
-      if (!gone && before.seen_at != at_.earlier) continue;
-      JudgedSite& taken = gone ? before.run_start : before.latest;
-      if ((gone ? before.run_start_held : before.latest_held) <= held_now) continue;
-      taken.from_earlier = true;
-      if (found != now.end()) {
-        sites_[found->second] = std::move(taken);
+  inner_bytes_ = state.inner_bytes_by_site();
+  judge(state);
+}
+
+void JudgedCapture::observe_earlier(const RunState& state, uint32_t index) {
+  double epoch_start_s = static_cast<double>(state.epoch_start_ns(state.last_snapshot().epoch)) / 1e9;
+  double taken_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
+  double bin_s = static_cast<double>(state.birth_bin_ns()) / 1e9;
+  SiteCaptures& captures = judged_.captures;
+  TriplesBySite triples(state);
+  earlier_.grow(state.sites().size());
+  for (uint32_t id = 1; id < state.sites().size(); ++id) {
+    if (!triples.live(id)) continue;
+    int64_t held = 0;
+    for (const BirthBin& bin : state.sites()[id].births) {
+      if (bin.bytes != 0 && static_cast<double>(bin.bin) * bin_s < epoch_start_s) held += bin.bytes;
+    }
+    EarlierSite& earlier = earlier_[id];
+    // Still shrinking: the run keeps its start. Otherwise a run may start here.
+    bool run_starts = earlier.seen_at == 0 || held >= earlier.latest_held;
+    if (run_starts) {
+      if (earlier.run_start == kNone) {
+        earlier.run_start = static_cast<uint32_t>(earlier_sites_.size());
+        earlier_sites_.push_back(captures.capture(state, triples, id, taken_s));
       } else {
-        sites_.push_back(std::move(taken));
+        CapturedSite& record = earlier_sites_[earlier.run_start];
+        record = captures.capture(state, triples, id, taken_s, &record);
+      }
+      earlier.run_start_held = held;
+    }
+    // Only the snapshot just before the mark is ever taken as the latest.
+    if (index == at_.earlier) {
+      if (run_starts) {
+        earlier.latest = earlier.run_start;
+      } else {
+        earlier.latest = static_cast<uint32_t>(earlier_sites_.size());
+        earlier_sites_.push_back(captures.capture(state, triples, id, taken_s));
       }
     }
-    earlier_.clear();
-    std::sort(sites_.begin(), sites_.end(), [](const JudgedSite& a, const JudgedSite& b) {
-      return a.summary.live_bytes != b.summary.live_bytes ? a.summary.live_bytes > b.summary.live_bytes
-                                                          : a.summary.site < b.summary.site;
-    });
+    earlier.latest_held = held;
+    earlier.seen_at = index;
   }
-  for (const JudgedSite& site : sites_) by_domain_[static_cast<size_t>(site.summary.domain)] += site.summary.live_bytes;
+  for (size_t id = 0; id < earlier_.size(); ++id) {
+    if (earlier_[id].seen_at != index) earlier_[id].latest_held = 0;  // gone here: it shrank to nothing
+  }
+  std::vector<CapturedSite*> kept;
+  kept.reserve(earlier_sites_.size());
+  for (size_t i = 0; i < earlier_sites_.size(); ++i) kept.push_back(&earlier_sites_[i]);
+  captures.compact(kept);
+}
+
+void JudgedCapture::judge(const RunState& state) {
+  double taken_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
+  SiteCaptures& captures = judged_.captures;
+  std::vector<CapturedSite>& sites = judged_.sites;
+  TriplesBySite triples(state);
+  // What the second before a main-return mark gives, decided first, so that the captures not taken
+  // are let go before the mark's own are made.
+  std::vector<bool> taken_earlier(state.sites().size(), false);
+  for (uint32_t id = 1; id < earlier_.size(); ++id) {
+    const EarlierSite& before = earlier_[id];
+    if (before.seen_at == 0) continue;
+    int64_t held_now = triples.live(id) ? triples.live_bytes(id) : 0;
+    bool gone = held_now == 0;
+    if (!gone && before.seen_at != at_.earlier) continue;
+    if ((gone ? before.run_start_held : before.latest_held) <= held_now) continue;
+    CapturedSite taken = earlier_sites_[gone ? before.run_start : before.latest];
+    taken.from_earlier = true;
+    sites.push_back(taken);
+    taken_earlier[id] = true;
+  }
+  earlier_ = {};
+  earlier_sites_ = {};
+  std::vector<CapturedSite*> kept;
+  for (CapturedSite& site : sites) kept.push_back(&site);
+  captures.compact(kept, true);
+  std::vector<uint32_t> live_now;
+  for (uint32_t id = 1; id < state.sites().size(); ++id) {
+    if (!taken_earlier[id] && triples.live(id)) live_now.push_back(id);
+  }
+  sites.reserve(sites.size() + live_now.size());  // no vector of a few hundred thousand records grown by doubling
+  for (uint32_t id : live_now) sites.push_back(captures.capture(state, triples, id, taken_s));
+  std::sort(sites.begin(), sites.end(), [](const CapturedSite& a, const CapturedSite& b) {
+    return a.live_bytes != b.live_bytes ? a.live_bytes > b.live_bytes : a.site < b.site;
+  });
+  for (const CapturedSite& site : sites) by_domain_[static_cast<size_t>(state.sites()[site.site].domain)] += site.live_bytes;
 }
 
 }  // namespace leakscope::report

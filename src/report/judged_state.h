@@ -9,31 +9,29 @@
 // from the snapshot of that second where it last began to shrink steadily into the mark, any
 // other from the snapshot just before the mark (a pool that drains as the program works keeps its
 // last state). Otherwise it is taken from the mark. Neither hides a leak, and blocks that were
-// merely in flight at an earlier snapshot (a loop's temporaries) are not revived.
+// merely in flight at an earlier snapshot (a loop's temporaries) are not revived. Captures of the
+// second before a mark are kept only where a site's run may start (report/site_capture.h), so
+// memory stays one capture per site and not one per snapshot.
 #ifndef LEAKSCOPE_REPORT_JUDGED_STATE_H_
 #define LEAKSCOPE_REPORT_JUDGED_STATE_H_
 
 #include <array>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
+#include "report/chunked_vector.h"
 #include "report/run_state.h"
-#include "report/site_summary.h"
+#include "report/site_capture.h"
 #include "report/snapshot_choice.h"
 
 namespace leakscope::report {
 
-struct JudgedSite {
-  SiteSummary summary;
-  double first_seen_s = 0;
-  std::array<uint64_t, internal::kLifetimeBuckets> freed_bytes_by_lifetime{};
-  bool from_earlier = false;  // taken from a snapshot before a main-return mark
-  double taken_s = 0;         // the time of the snapshot it was taken from
+// The sites judged: their records, largest live bytes first (ties by site id), and the captures
+// that hold their details.
+struct JudgedSites {
+  SiteCaptures captures;
+  std::vector<CapturedSite> sites;
 };
-
-// live_sites() is every site live in `state` now, as a JudgedSite taken there, largest first.
-std::vector<JudgedSite> live_sites(const RunState& state);
 
 class JudgedCapture {
  public:
@@ -46,32 +44,41 @@ class JudgedCapture {
   bool done() const { return done_; }
   const SnapshotInfo& info() const { return info_; }  // INFO of the chosen snapshot
   uint32_t epochs() const { return at_.index; }
-  // The judged sites, largest live bytes first (ties by site id); taken once.
-  std::vector<JudgedSite> take_sites() { return std::move(sites_); }
+  // The judged sites; taken once.
+  JudgedSites take_sites() { return std::move(judged_); }
   // What the chosen snapshot says of each device's memory.
   const std::vector<DeviceMemory>& devices() const { return devices_; }
+  // The c10_cuda bytes inside each cuda site's blocks at the chosen snapshot (RunState::inner_bytes()).
+  const std::unordered_map<uint32_t, int64_t>& inner_bytes_by_site() const { return inner_bytes_; }
   // Live bytes per domain of the judged sites.
   const std::array<int64_t, internal::kDomainCount>& live_bytes_by_domain() const { return by_domain_; }
 
  private:
-  ChosenSnapshot at_;
-  bool done_ = false;
-  // A site in the snapshots before a main-return mark: as it was where it last began to shrink
-  // steadily, and in the latest snapshot that had it, with what it held in each from before that
-  // snapshot's epoch (births after were in flight).
+  void observe_earlier(const RunState& state, uint32_t index);
+  void judge(const RunState& state);
+
+  static constexpr uint32_t kNone = UINT32_MAX;
+  // A site in the snapshots before a main-return mark: where it last began to shrink steadily and,
+  // when it was in the snapshot just before the mark, as it was there (records in earlier_sites_),
+  // with what it held in each from before that snapshot's epoch (births after were in flight).
   struct EarlierSite {
-    JudgedSite run_start;
+    uint32_t run_start = kNone;
+    uint32_t latest = kNone;
     int64_t run_start_held = 0;
-    JudgedSite latest;
     int64_t latest_held = 0;
     uint32_t seen_at = 0;  // the latest snapshot that had it
   };
 
+  ChosenSnapshot at_;
+  bool done_ = false;
   SnapshotInfo info_;
-  std::unordered_map<uint32_t, EarlierSite> earlier_;
-  std::vector<JudgedSite> sites_;
+  // Chunked: there may be a few hundred thousand of each, grown snapshot by snapshot.
+  ChunkedVector<EarlierSite> earlier_;         // by site id
+  ChunkedVector<CapturedSite> earlier_sites_;  // their details in judged_.captures
+  JudgedSites judged_;
   std::array<int64_t, internal::kDomainCount> by_domain_{};
   std::vector<DeviceMemory> devices_;
+  std::unordered_map<uint32_t, int64_t> inner_bytes_;
 };
 
 }  // namespace leakscope::report

@@ -27,7 +27,7 @@ std::string left_out_by(RunAnalysis& analysis, const SiteReport& site, const Gat
   const char* residue = lost ? site.lost_runtime : site.runtime;
   if (options.runtime_residue && residue != nullptr) return std::string("runtime: ") + residue;
   if (options.suppressions != nullptr && !options.suppressions->empty()) {
-    if (const SuppressionRule* rule = options.suppressions->match(analysis.symbolizer->stack(site.summary.stack))) {
+    if (const SuppressionRule* rule = options.suppressions->match(analysis.symbolizer->stack(analysis.stack_of(site)))) {
       return fmt::format("suppressed by {} ({}:{})", rule->text, rule->origin, rule->line);
     }
   }
@@ -40,22 +40,23 @@ GatedGroup gated_group(RunAnalysis& analysis, size_t index, const GateOptions& o
   const GroupReport& group = analysis.groups[index];
   GatedGroup gated;
   gated.group = index;
-  gated.name = group_name(group.user_frame);
-  gated.key = group_match_key(group.user_frame);
+  gated.name = group_name(*group.user_frame);
+  gated.key = group_match_key(*group.user_frame);
   gated.freed_at_exit_bytes = group.freed_at_exit_bytes;
-  for (size_t part : group.parts) {
+  for (uint32_t part : group.parts) {
     const SiteReport& site = analysis.sites[part];
     std::string why = left_out_by(analysis, site, options);
+    int64_t bytes = analysis.capture_of(site).live_bytes;
     if (why.empty()) {
-      gated.live_bytes += site.summary.live_bytes;
+      gated.live_bytes += bytes;
       continue;
     }
-    gated.left_out_bytes += site.summary.live_bytes;
+    gated.left_out_bytes += bytes;
     if (gated.left_out_by.empty()) gated.left_out_by = why;
   }
   int64_t total = gated.live_bytes + gated.left_out_bytes;
   gated.growth_bytes_per_min = total <= 0 ? 0
-                                          : group.judgement.growth_bytes_per_min * static_cast<double>(gated.live_bytes) /
+                                          : group.growth_bytes_per_min * static_cast<double>(gated.live_bytes) /
                                                 static_cast<double>(total);
   return gated;
 }
@@ -65,8 +66,8 @@ LostGroup lost_group(RunAnalysis& analysis, size_t index, const GateOptions& opt
   const GroupReport& group = analysis.groups[index];
   LostGroup gated;
   gated.group = index;
-  gated.name = group_name(group.user_frame);
-  for (size_t part : group.parts) {
+  gated.name = group_name(*group.user_frame);
+  for (uint32_t part : group.parts) {
     const SiteReport& site = analysis.sites[part];
     if (!site.lost.any()) continue;
     std::string why = left_out_by(analysis, site, options, true);
@@ -207,11 +208,11 @@ GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options) {
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
     const GroupReport& group = analysis.groups[g];
     // A caching allocator's reserve is never a leak, judged or not (device_layers.h).
-    if (group.judgement.verdict == Verdict::kUnknown && group.runtime != kCachingAllocatorReserve) {
-      result.unjudged.push_back({group_name(group.user_frame), group.live_bytes, group.judgement.reason});
+    if (group.verdict == Verdict::kUnknown && group.runtime != kCachingAllocatorReserve) {
+      result.unjudged.push_back({g, group.live_bytes});
       result.unjudged_bytes += group.live_bytes;
     }
-    if (group.judgement.verdict != Verdict::kLeak) continue;
+    if (group.verdict != Verdict::kLeak) continue;
     GatedGroup gated = gated_group(analysis, g, options);
     if (gated.live_bytes > 0) {
       result.leaked_bytes += gated.live_bytes;

@@ -75,11 +75,10 @@ struct LostGroup {
   std::string left_out_by;
 };
 
-// A group the run could not judge, and why.
+// A group the run could not judge (its judgement says why: group_judgement()).
 struct UnjudgedGroup {
-  std::string name;
+  size_t group = 0;  // in RunAnalysis::groups
   int64_t live_bytes = 0;
-  std::string reason;
 };
 
 // One limit held against the run.

@@ -1,8 +1,52 @@
 #include "report/live_series.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+
+#include "core/stream_format.h"
 
 namespace leakscope::report {
+
+void LiveSeries::Track::append(int64_t value) {
+  uint8_t delta[internal::kMaxVarintSize];
+  uint32_t length = static_cast<uint32_t>(internal::varint_put(delta, internal::zigzag_encode(value - last_)) - delta);
+  uint32_t size = size_ + length;
+  if (size <= kInlineBytes) {
+    std::memcpy(inline_ + size_, delta, length);
+  } else {
+    if (!on_heap() || size > heap_.capacity) {
+      uint32_t capacity = std::max(2 * size, 4 * kInlineBytes);
+      uint8_t* data = new uint8_t[capacity];
+      std::memcpy(data, bytes(), size_);
+      if (on_heap()) delete[] heap_.data;
+      heap_ = Heap{data, capacity};
+    }
+    std::memcpy(heap_.data + size_, delta, length);
+  }
+  size_ = size;
+  last_ = value;
+}
+
+void LiveSeries::Track::clear() {
+  if (on_heap()) delete[] heap_.data;
+  size_ = 0;
+  last_ = 0;
+  first_ = 0;
+}
+
+std::vector<int64_t> LiveSeries::Track::values() const {
+  std::vector<int64_t> values;
+  const uint8_t* cursor = bytes();
+  const uint8_t* end = cursor + size_;
+  int64_t value = 0;
+  uint64_t delta = 0;
+  while (internal::varint_get(&cursor, end, &delta)) {
+    value += internal::zigzag_decode(delta);
+    values.push_back(value);
+  }
+  return values;
+}
 
 void LiveSeries::observe(const RunState& state) {
   double time_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
@@ -15,27 +59,36 @@ void LiveSeries::finish(const RunState& state) {
   sample(state);
 }
 
-// record() appends this sample's value to the key's track, starting one for a key first seen live.
+// record() appends this sample's value to a track, starting it for a key first seen live.
+void LiveSeries::record(Track& track, int64_t value, size_t index) {
+  if (!track.tracked()) {
+    if (value == 0) return;
+    track.begin_at(static_cast<uint32_t>(index));
+  }
+  track.append(value);
+}
+
 template <typename Map, typename Key>
 void LiveSeries::record(Map& tracks, const Key& key, int64_t value, size_t index) {
   auto found = tracks.find(key);
   if (found == tracks.end()) {
     if (value == 0) return;
-    found = tracks.emplace(key, Track{index, {}}).first;
+    found = tracks.try_emplace(key).first;
   }
-  found->second.values.push_back(value);
+  record(found->second, value, index);
+}
+
+std::vector<SeriesPoint> LiveSeries::points(const Track& track) const {
+  std::vector<SeriesPoint> result;
+  std::vector<int64_t> values = track.values();
+  for (size_t i = 0; i < values.size(); ++i) result.push_back({times_[track.first() + i], static_cast<double>(values[i])});
+  return result;
 }
 
 template <typename Map, typename Key>
 std::vector<SeriesPoint> LiveSeries::points(const Map& tracks, const Key& key) const {
-  std::vector<SeriesPoint> result;
   auto found = tracks.find(key);
-  if (found == tracks.end()) return result;
-  const Track& track = found->second;
-  for (size_t i = 0; i < track.values.size(); ++i) {
-    result.push_back({times_[track.first + i], static_cast<double>(track.values[i])});
-  }
-  return result;
+  return found == tracks.end() ? std::vector<SeriesPoint>() : points(found->second);
 }
 
 void LiveSeries::sample(const RunState& state) {
@@ -49,10 +102,11 @@ void LiveSeries::sample(const RunState& state) {
   point.overhead_bytes = snapshot.overhead_bytes;
   size_t index = times_.size();
   const auto& sites = state.sites();
+  sites_.grow(sites.size());
   for (size_t id = 1; id < sites.size(); ++id) {
     if (!sites[id].known) continue;
     point.tracked_bytes[static_cast<size_t>(sites[id].domain)] += sites[id].live_bytes;
-    record(sites_, static_cast<uint32_t>(id), sites[id].live_bytes, index);
+    record(sites_[id], sites[id].live_bytes, index);
   }
   std::map<std::string, int64_t> by_task;
   std::unordered_map<uint32_t, int64_t> by_thread;
@@ -99,23 +153,25 @@ void LiveSeries::halve() {
   times_.resize(kept);
   process_.resize(kept);
   auto thin_track = [&kept_at](Track& track) {
-    std::vector<int64_t> values;
-    size_t first = SIZE_MAX;
-    for (size_t i = 0; i < track.values.size(); ++i) {
-      size_t to = kept_at[track.first + i];
+    if (!track.tracked()) return;
+    std::vector<int64_t> values = track.values();
+    size_t first = track.first();
+    track.clear();
+    for (size_t i = 0; i < values.size(); ++i) {
+      size_t to = kept_at[first + i];
       if (to == SIZE_MAX) continue;
-      if (first == SIZE_MAX) first = to;
-      values.push_back(track.values[i]);
+      if (!track.tracked()) track.begin_at(static_cast<uint32_t>(to));
+      track.append(values[i]);
     }
-    track.first = first == SIZE_MAX ? 0 : first;
-    track.values = std::move(values);
   };
-  for (auto& [id, track] : sites_) thin_track(track);
+  for (size_t id = 0; id < sites_.size(); ++id) thin_track(sites_[id]);
   for (auto& [name, track] : tasks_) thin_track(track);
   for (auto& [thread, track] : threads_) thin_track(track);
 }
 
-std::vector<SeriesPoint> LiveSeries::site(uint32_t site) const { return points(sites_, site); }
+std::vector<SeriesPoint> LiveSeries::site(uint32_t site) const {
+  return site < sites_.size() ? points(sites_[site]) : std::vector<SeriesPoint>();
+}
 std::vector<SeriesPoint> LiveSeries::task(const std::string& name) const { return points(tasks_, name); }
 std::vector<SeriesPoint> LiveSeries::thread(uint32_t thread) const { return points(threads_, thread); }
 

@@ -46,16 +46,17 @@ class ProfileBuilder {
     profile_.add_comment(string_id(fmt::format("leakscope: {} (pid {}), judged at snapshot {}", analysis_.state.process().exe,
                                                analysis_.state.process().pid, analysis_.at.index)));
     for (const SiteReport& site : analysis_.sites) {
-      if (site.summary.live_bytes <= 0 && site.summary.live_blocks <= 0) continue;
+      const CapturedSite& taken = analysis_.capture_of(site);
+      if (taken.live_bytes <= 0 && taken.live_blocks <= 0) continue;
       const GroupReport& group = analysis_.groups[site.group];
-      bool leak = group.judgement.verdict == Verdict::kLeak;
+      bool leak = group.verdict == Verdict::kLeak;
       auto* sample = profile_.add_sample();
-      add_locations(analysis_.symbolizer->stack(site.summary.stack), sample);
-      sample->add_value(site.summary.live_blocks);
-      sample->add_value(site.summary.live_bytes);
-      sample->add_value(leak ? site.summary.live_bytes : 0);
-      add_label(sample, "domain", domain_name(site.summary.domain));
-      add_label(sample, "verdict", verdict_name(group.judgement.verdict));
+      add_locations(analysis_.symbolizer->frames(analysis_.stack_of(site)), sample);
+      sample->add_value(taken.live_blocks);
+      sample->add_value(taken.live_bytes);
+      sample->add_value(leak ? taken.live_bytes : 0);
+      add_label(sample, "domain", domain_name(analysis_.domain_of(site)));
+      add_label(sample, "verdict", verdict_name(group.verdict));
     }
     for (const std::string& text : strings_) profile_.add_string_table(text);
     return std::move(profile_);
@@ -120,21 +121,21 @@ class ProfileBuilder {
 
   // add_locations() puts `frames` into `sample`, innermost first: a run of inlined frames and
   // the frame they were inlined into is one location of several lines.
-  void add_locations(const std::vector<SymbolizedFrame>& frames, perftools::profiles::Sample* sample) {
+  void add_locations(const std::vector<const SymbolizedFrame*>& frames, perftools::profiles::Sample* sample) {
     size_t begin = 0;
     for (size_t i = 0; i < frames.size(); ++i) {
-      if (frames[i].inlined && i + 1 < frames.size()) continue;
-      uint64_t address = frames[i].address;
+      if (frames[i]->inlined && i + 1 < frames.size()) continue;
+      uint64_t address = frames[i]->address;
       auto found = location_ids_.find(address);
       if (found == location_ids_.end()) {
         auto* location = profile_.add_location();
         location->set_id(static_cast<uint64_t>(profile_.location_size()));
-        location->set_mapping_id(mapping_id(frames[i]));
+        location->set_mapping_id(mapping_id(*frames[i]));
         if (location->mapping_id() != 0) location->set_address(address);
         for (size_t f = begin; f <= i; ++f) {
           auto* line = location->add_line();
-          line->set_function_id(function_id(frames[f]));
-          line->set_line(frames[f].line);
+          line->set_function_id(function_id(*frames[f]));
+          line->set_line(frames[f]->line);
         }
         found = location_ids_.emplace(address, location->id()).first;
       }

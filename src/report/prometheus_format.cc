@@ -70,20 +70,20 @@ std::string prometheus_metrics(RunAnalysis& analysis, const MetricsOptions& opti
   std::map<std::string, GroupSeries> others;  // by verdict: the groups beyond --top, summed
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
     const GroupReport& group = analysis.groups[g];
-    const char* verdict = verdict_name(group.judgement.verdict);
-    const char* domain = group.parts.empty() ? "heap" : domain_name(analysis.sites[group.parts[0]].summary.domain);
+    const char* verdict = verdict_name(group.verdict);
+    const char* domain = group.parts.empty() ? "heap" : domain_name(analysis.domain_of(analysis.sites[group.parts[0]]));
     if (g < options.top) {
-      std::string function = function_text(group.user_frame, 100);
-      if (!group.user_frame.file.empty()) {
-        function += fmt::format(" ({}:{})", module_base_name(group.user_frame.file), group.user_frame.line);
+      std::string function = function_text(*group.user_frame, 100);
+      if (!group.user_frame->file.empty()) {
+        function += fmt::format(" ({}:{})", module_base_name(group.user_frame->file), group.user_frame->line);
       }
       std::string labels = fmt::format("function=\"{}\",domain=\"{}\",verdict=\"{}\",", label_value(function), domain, verdict);
       // Groups of one frame told apart by their callers share these labels: one series, summed
       // (Prometheus refuses a scrape with two series of one label set); the entropy is the first's.
       auto [slot, added] = index.emplace(labels, groups.size());
-      if (added) groups.push_back({labels, 0, 0, group.judgement.leak_entropy});
+      if (added) groups.push_back({labels, 0, 0, group_judgement(analysis, g).leak_entropy});
       groups[slot->second].live_bytes += static_cast<double>(group.live_bytes);
-      groups[slot->second].rate += group.judgement.growth_bytes_per_min;
+      groups[slot->second].rate += group.growth_bytes_per_min;
       groups[slot->second].lost_bytes += static_cast<double>(group.lost.bytes);
       groups[slot->second].indirectly_lost_bytes += static_cast<double>(group.lost.indirect_bytes);
       continue;
@@ -91,7 +91,7 @@ std::string prometheus_metrics(RunAnalysis& analysis, const MetricsOptions& opti
     GroupSeries& other = others[verdict];
     other.labels = fmt::format("function=\"(other)\",domain=\"all\",verdict=\"{}\",", verdict);
     other.live_bytes += static_cast<double>(group.live_bytes);
-    other.rate += group.judgement.growth_bytes_per_min;
+    other.rate += group.growth_bytes_per_min;
     other.lost_bytes += static_cast<double>(group.lost.bytes);
     other.indirectly_lost_bytes += static_cast<double>(group.lost.indirect_bytes);
   }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "report/device_layers.h"
+#include "report/json_writer.h"
 #include "report/leak_check.h"
 #include "report/site_format.h"
 #include "report/text_layout.h"
@@ -45,7 +46,7 @@ std::vector<size_t> section(const RunAnalysis& analysis, Verdict verdict, const 
   *total = 0;
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
     const GroupReport& group = analysis.groups[g];
-    if (group.judgement.verdict != verdict || group.live_bytes < options.min_bytes) continue;
+    if (group.verdict != verdict || group.live_bytes < options.min_bytes) continue;
     ++*total;
     if (groups.size() < options.top) groups.push_back(g);
   }
@@ -68,7 +69,7 @@ std::string blocks_text(const GroupReport& group) {
 // lost_suffix() is what a group lost at the leak check, for the end of its verdict's line.
 std::string lost_suffix(const GroupReport& group) {
   if (!group.lost.any()) return "";
-  return " · " + lost_text(group.lost) + (group.lost_runtime.empty() ? "" : " (the runtime's own)");
+  return " · " + lost_text(group.lost) + (group.lost_runtime == nullptr ? "" : " (the runtime's own)");
 }
 
 // lost_finding_text() says where a group's lost blocks were allocated and why they are lost: the
@@ -113,9 +114,9 @@ std::vector<LostFinding> lost_findings_by_place(const RunAnalysis& analysis, con
   std::map<std::pair<std::string, Verdict>, size_t> index;
   for (size_t g : groups) {
     const GroupReport& group = analysis.groups[g];
-    std::string where = frame_name(group.user_frame, 60);
-    auto [found, added] = index.emplace(std::make_pair(where, group.judgement.verdict), findings.size());
-    if (added) findings.push_back({where, group.judgement.verdict, {}});
+    std::string where = frame_name(*group.user_frame, 60);
+    auto [found, added] = index.emplace(std::make_pair(where, group.verdict), findings.size());
+    if (added) findings.push_back({where, group.verdict, {}});
     findings[found->second].lost += group.lost;
   }
   std::stable_sort(findings.begin(), findings.end(),
@@ -125,8 +126,8 @@ std::vector<LostFinding> lost_findings_by_place(const RunAnalysis& analysis, con
 
 std::string domains_text(const RunAnalysis& analysis, const GroupReport& group) {
   std::string domains;
-  for (size_t part : group.parts) {
-    const char* name = domain_name(analysis.sites[part].summary.domain);
+  for (uint32_t part : group.parts) {
+    const char* name = domain_name(analysis.domain_of(analysis.sites[part]));
     if (domains.find(name) == std::string::npos) domains += std::string(domains.empty() ? "" : "+") + name;
   }
   return domains;
@@ -147,10 +148,10 @@ std::string counts_text(const RunAnalysis& analysis, const GroupReport& group) {
 }
 
 std::string owners_of_group(const RunAnalysis& analysis, const GroupReport& group) {
-  if (group.parts.size() == 1) return owners_text(analysis.sites[group.parts[0]].summary);
+  if (group.parts.size() == 1) return owners_text(site_summary(analysis, group.parts[0]));
   SiteSummary merged;
-  for (size_t part : group.parts) {
-    const SiteSummary& summary = analysis.sites[part].summary;
+  for (uint32_t part : group.parts) {
+    SiteSummary summary = site_summary(analysis, part);
     for (const ThreadShare& share : summary.threads) {
       auto found = std::find_if(merged.threads.begin(), merged.threads.end(),
                                 [&](const ThreadShare& t) { return t.thread == share.thread; });
@@ -203,10 +204,11 @@ nlohmann::json judgement_json(const SiteJudgement& j, nlohmann::json entry) {
 }
 
 nlohmann::json user_frame_json(const GroupReport& group) {
-  return group.has_user_frame ? frame_json(group.user_frame) : nlohmann::json();
+  return group.has_user_frame ? frame_json(*group.user_frame) : nlohmann::json();
 }
 
-nlohmann::json site_analysis_json(const RunAnalysis& analysis, const SiteReport& site, const FrameFolder& folder) {
+nlohmann::json site_analysis_json(const RunAnalysis& analysis, size_t index, const FrameFolder& folder) {
+  SiteDetail site = site_detail(analysis, index);
   nlohmann::json entry = judgement_json(site.judgement, site_json(site.summary, *analysis.symbolizer, folder));
   entry["first_seen_s"] = site.first_seen_s;
   entry["median_age_s"] = site.median_age_s;
@@ -219,12 +221,14 @@ nlohmann::json site_analysis_json(const RunAnalysis& analysis, const SiteReport&
   return entry;
 }
 
-nlohmann::json group_json(const RunAnalysis& analysis, size_t index) {
+// group_item() gives group `index` to `items`, its parts one at a time: a group may have hundreds
+// of thousands.
+void group_item(const RunAnalysis& analysis, size_t index, JsonItems& items) {
   const GroupReport& group = analysis.groups[index];
   nlohmann::json entry;
   entry["id"] = index;
   entry["first_user_frame"] = user_frame_json(group);
-  entry["frame"] = frame_json(group.user_frame);
+  entry["frame"] = frame_json(*group.user_frame);
   entry["cut_at_depth"] = group.cut_at_depth;
   entry["live_bytes"] = group.live_bytes;
   entry["live_blocks"] = group.live_blocks;
@@ -232,37 +236,21 @@ nlohmann::json group_json(const RunAnalysis& analysis, size_t index) {
   entry["temporary_allocations"] = group.temporary_allocations;
   entry["freed_at_exit_bytes"] = group.freed_at_exit_bytes;
   entry["first_seen_s"] = group.first_seen_s;
-  nlohmann::json parts = nlohmann::json::array();
-  for (size_t part : group.parts) {
-    const SiteSummary& summary = analysis.sites[part].summary;
-    parts.push_back({{"site", summary.site}, {"domain", domain_name(summary.domain)}, {"live_bytes", summary.live_bytes},
-                     {"live_blocks", summary.live_blocks}});
-  }
-  entry["parts"] = parts;
-  entry["runtime"] = group.runtime.empty() ? nlohmann::json() : nlohmann::json(group.runtime);
+  entry["runtime"] = group.runtime == nullptr ? nlohmann::json() : nlohmann::json(group.runtime);
   add_lost_json(group.lost, &entry);
-  entry["lost_runtime"] = group.lost_runtime.empty() ? nlohmann::json() : nlohmann::json(group.lost_runtime);
-  return judgement_json(group.judgement, entry);
+  entry["lost_runtime"] = group.lost_runtime == nullptr ? nlohmann::json() : nlohmann::json(group.lost_runtime);
+  items.object(judgement_json(group_judgement(analysis, index), entry), {{"parts", [&](JsonItems& parts) {
+                 for (uint32_t part : group.parts) {
+                   const SiteReport& site = analysis.sites[part];
+                   const CapturedSite& taken = analysis.capture_of(site);
+                   parts.item({{"site", taken.site}, {"domain", domain_name(analysis.domain_of(site))},
+                               {"live_bytes", taken.live_bytes}, {"live_blocks", taken.live_blocks}});
+                 }
+               }}});
 }
 
-}  // namespace
-
-std::string sparkline(const std::vector<double>& values, size_t width, double scale) {
-  static const char* const kBars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
-  if (values.empty() || scale <= 0) return std::string();
-  std::string line;
-  size_t columns = std::min(width, values.size());
-  for (size_t column = 0; column < columns; ++column) {
-    size_t begin = column * values.size() / columns, end = (column + 1) * values.size() / columns;
-    double peak = 0;
-    for (size_t i = begin; i < std::max(end, begin + 1); ++i) peak = std::max(peak, values[i]);
-    int level = static_cast<int>(std::lround(std::clamp(peak / scale, 0.0, 1.0) * 7));
-    line += kBars[level];
-  }
-  return line;
-}
-
-nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& options) {
+// report_members() is the report document but for its groups and sites.
+nlohmann::json report_members(const RunAnalysis& analysis, const ReportOptions& options) {
   nlohmann::json document = run_header_json(header_of(analysis));
   nlohmann::json findings = nlohmann::json::array();
   for (const ResidencyFinding& finding : analysis.findings) {
@@ -278,7 +266,7 @@ nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& opt
     const GroupReport& group = analysis.groups[lost[i]];
     nlohmann::json finding = {{"kind", "lost"}, {"group", lost[i]}};
     add_lost_json(group.lost, &finding);
-    finding["text"] = lost_finding_text(analysis, frame_name(group.user_frame, 60), group.lost, group.judgement.verdict);
+    finding["text"] = lost_finding_text(analysis, frame_name(*group.user_frame, 60), group.lost, group.verdict);
     findings.push_back(finding);
   }
   document["findings"] = findings;
@@ -312,7 +300,7 @@ nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& opt
   nlohmann::json holders = nlohmann::json::array();
   for (const PeakReport::Holder& holder : analysis.peak.holders) {
     if (holders.size() >= options.top) break;
-    holders.push_back({{"name", holder.name}, {"bytes", holder.bytes},
+    holders.push_back({{"name", frame_name(*holder.frame, 40)}, {"bytes", holder.bytes},
                        {"group", holder.group != SIZE_MAX ? nlohmann::json(holder.group) : nlohmann::json()}});
   }
   document["peak"] = {{"snapshot", analysis.peak.snapshot}, {"time_s", analysis.peak.time_s},
@@ -323,31 +311,67 @@ nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& opt
                                               {"begin_s", analysis.teardown.begin_s},
                                               {"end_s", analysis.teardown.end_s},
                                               {"freed_bytes", analysis.teardown.freed_bytes}};
-  FrameFolder folder(options.fold);
-  nlohmann::json groups = nlohmann::json::array();
-  nlohmann::json sites = nlohmann::json::array();
-  for (Verdict verdict : {Verdict::kLeak, Verdict::kCache, Verdict::kStartup, Verdict::kUnknown}) {
-    size_t total = 0;
-    for (size_t g : section(analysis, verdict, options, &total)) groups.push_back(group_json(analysis, g));
-    size_t shown = 0;
-    for (const SiteReport& site : analysis.sites) {
-      if (site.judgement.verdict != verdict || site.summary.live_bytes < options.min_bytes) continue;
-      if (shown++ == options.top) break;
-      sites.push_back(site_analysis_json(analysis, site, folder));
-    }
-  }
-  document["groups"] = groups;
-  document["sites"] = sites;
   // How many of each verdict there are in all, whatever --top and --min-bytes left out.
   nlohmann::json totals = {{"groups", nlohmann::json::object()}, {"sites", nlohmann::json::object()}};
   for (Verdict verdict : {Verdict::kLeak, Verdict::kCache, Verdict::kStartup, Verdict::kUnknown}) {
     totals["groups"][verdict_name(verdict)] = std::count_if(analysis.groups.begin(), analysis.groups.end(),
-                                                            [&](const GroupReport& g) { return g.judgement.verdict == verdict; });
+                                                            [&](const GroupReport& g) { return g.verdict == verdict; });
     totals["sites"][verdict_name(verdict)] = std::count_if(analysis.sites.begin(), analysis.sites.end(),
-                                                           [&](const SiteReport& r) { return r.judgement.verdict == verdict; });
+                                                           [&](const SiteReport& r) { return r.verdict == verdict; });
   }
   document["totals"] = totals;
   return document;
+}
+
+// report_arrays() is the document's groups and sites, each made as it is written: with --top
+// large, every site of a process with hundreds of thousands.
+JsonArrays report_arrays(const RunAnalysis& analysis, const ReportOptions& options, const FrameFolder& folder) {
+  static constexpr Verdict kVerdicts[] = {Verdict::kLeak, Verdict::kCache, Verdict::kStartup, Verdict::kUnknown};
+  return {{"groups",
+           [&](JsonItems& items) {
+             for (Verdict verdict : kVerdicts) {
+               size_t total = 0;
+               for (size_t g : section(analysis, verdict, options, &total)) group_item(analysis, g, items);
+             }
+           }},
+          {"sites", [&](JsonItems& items) {
+             for (Verdict verdict : kVerdicts) {
+               size_t shown = 0;
+               for (size_t i = 0; i < analysis.sites.size(); ++i) {
+                 const SiteReport& site = analysis.sites[i];
+                 if (site.verdict != verdict || analysis.capture_of(site).live_bytes < options.min_bytes) continue;
+                 if (shown++ == options.top) break;
+                 items.item(site_analysis_json(analysis, i, folder));
+               }
+             }
+           }}};
+}
+
+}  // namespace
+
+std::string sparkline(const std::vector<double>& values, size_t width, double scale) {
+  static const char* const kBars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  if (values.empty() || scale <= 0) return std::string();
+  std::string line;
+  size_t columns = std::min(width, values.size());
+  for (size_t column = 0; column < columns; ++column) {
+    size_t begin = column * values.size() / columns, end = (column + 1) * values.size() / columns;
+    double peak = 0;
+    for (size_t i = begin; i < std::max(end, begin + 1); ++i) peak = std::max(peak, values[i]);
+    int level = static_cast<int>(std::lround(std::clamp(peak / scale, 0.0, 1.0) * 7));
+    line += kBars[level];
+  }
+  return line;
+}
+
+nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& options) {
+  FrameFolder folder(options.fold);
+  return json_of(report_members(analysis, options), report_arrays(analysis, options, folder));
+}
+
+void write_report_json(const RunAnalysis& analysis, const ReportOptions& options, std::FILE* out) {
+  FrameFolder folder(options.fold);
+  write_json(out, report_members(analysis, options), report_arrays(analysis, options, folder));
 }
 
 std::string report_text(const RunAnalysis& analysis, const ReportOptions& options) {
@@ -376,9 +400,9 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     std::string holders;
     for (size_t i = 0; i < peak.holders.size() && i < kPeakHoldersShown; ++i) {
       const PeakReport::Holder& holder = peak.holders[i];
-      std::string verdict = holder.group != SIZE_MAX ? fmt::format(" ({})", verdict_name(analysis.groups[holder.group].judgement.verdict))
+      std::string verdict = holder.group != SIZE_MAX ? fmt::format(" ({})", verdict_name(analysis.groups[holder.group].verdict))
                                                      : " (freed since)";
-      holders += fmt::format("{}{} {}{}", holders.empty() ? "" : " · ", holder.name, format_bytes(holder.bytes), verdict);
+      holders += fmt::format("{}{} {}{}", holders.empty() ? "" : " · ", frame_name(*holder.frame, 40), format_bytes(holder.bytes), verdict);
     }
     out += wrap(fmt::format("peak: {} tracked at {:.1f} s (snapshot {}): {}", format_bytes(peak.tracked_bytes), peak.time_s,
                             peak.snapshot, holders),
@@ -421,13 +445,13 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
   int rank = 0;
   for (size_t g : leaks) {
     const GroupReport& group = analysis.groups[g];
-    const SiteJudgement& j = group.judgement;
+    SiteJudgement j = group_judgement(analysis, g);
     out += "\n" + wrap(fmt::format("#{} leak, confidence {:.2f} · {} {} · {} · leak entropy {:.2f}{}", ++rank, j.confidence,
                                    domains_text(analysis, group), blocks_text(group), rate(j.growth_bytes_per_min),
                                    j.leak_entropy, lost_suffix(group)),
                        "   ", "");
-    if (group.has_user_frame) out += fmt::format("   in {}\n", frame_text(group.user_frame, kWidth - 6));
-    if (!group.runtime.empty()) out += wrap(runtime_text(group), "   ");
+    if (group.has_user_frame) out += fmt::format("   in {}\n", frame_text(*group.user_frame, kWidth - 6));
+    if (group.runtime != nullptr) out += wrap(runtime_text(group), "   ");
     if (group.cut_at_depth) out += wrap(cut_at_depth_text(analysis), "   ");
     out += wrap(fmt::format("first seen {:.1f} s · {}", group.first_seen_s, j.reason), "   ");
     out += wrap(counts_text(analysis, group), "   ");
@@ -435,19 +459,19 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     if (group.parts.size() > 1) {
       for (size_t i = 0; i < group.parts.size() && i < kPartsShown; ++i) {
         const SiteReport& site = analysis.sites[group.parts[i]];
-        const SiteSummary& part = site.summary;
+        const CapturedSite& part = analysis.capture_of(site);
         // A part judged otherwise on its own says so (a cache's bucket array growing in its first second).
-        std::string own = site.judgement.verdict != j.verdict ? fmt::format(" ({} on its own)", verdict_name(site.judgement.verdict)) : "";
-        std::string line = fmt::format("   {} {} {} in {} block{}{}", i == 0 ? "parts:" : "      ", domain_name(part.domain),
+        std::string own = site.verdict != j.verdict ? fmt::format(" ({} on its own)", verdict_name(site.verdict)) : "";
+        std::string line = fmt::format("   {} {} {} in {} block{}{}", i == 0 ? "parts:" : "      ", domain_name(analysis.domain_of(site)),
                                        format_bytes(part.live_bytes), part.live_blocks, part.live_blocks == 1 ? "" : "s", own);
-        const auto frames = symbolizer.stack(part.stack);
-        if (!frames.empty()) line += " · at " + frame_text(frames[0], kWidth - text_columns(line) - 6);
+        const auto frames = symbolizer.frames(analysis.stack_of(site));
+        if (!frames.empty()) line += " · at " + frame_text(*frames[0], kWidth - text_columns(line) - 6);
         out += line + "\n";
       }
       if (group.parts.size() > kPartsShown) out += fmt::format("          and {} more sites\n", group.parts.size() - kPartsShown);
       out += "   stack of the largest part:\n";
     }
-    const auto frames = folder.fold(symbolizer.stack(analysis.sites[group.parts[0]].summary.stack));
+    const auto frames = folder.fold(symbolizer.stack(analysis.stack_of(analysis.sites[group.parts[0]])));
     for (size_t i = 0; i < frames.size() && static_cast<int>(i) < leak_frames; ++i) {
       out += fmt::format("   {} {}\n", i == 0 ? "at" : "by", frame_text(frames[i], kWidth - 6));
     }
@@ -468,20 +492,21 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     out += fmt::format("\n{}: {}{}\n", kind.title, total, total > groups.size() ? fmt::format(" (top {} shown)", groups.size()) : "");
     for (size_t g : groups) {
       const GroupReport& group = analysis.groups[g];
+      SiteJudgement judgement = group_judgement(analysis, g);
       out += wrap(fmt::format("{} {} · leak entropy {:.2f} · {}{}{}", domains_text(analysis, group), blocks_text(group),
-                              group.judgement.leak_entropy, rate(group.judgement.growth_bytes_per_min),
+                              judgement.leak_entropy, rate(judgement.growth_bytes_per_min),
                               freed_at_exit_text(analysis, group.freed_at_exit_bytes, group.live_bytes), lost_suffix(group)),
                   "      ", "  ");
-      if (group.has_user_frame) out += fmt::format("      in {}\n", frame_text(group.user_frame, kWidth - 9));
-      if (!group.runtime.empty()) out += wrap(runtime_text(group), "      ");
+      if (group.has_user_frame) out += fmt::format("      in {}\n", frame_text(*group.user_frame, kWidth - 9));
+      if (group.runtime != nullptr) out += wrap(runtime_text(group), "      ");
       if (group.cut_at_depth) out += wrap(cut_at_depth_text(analysis), "      ");
-      const auto frames = folder.fold(symbolizer.stack(analysis.sites[group.parts[0]].summary.stack));
-      bool named = group.has_user_frame && !frames.empty() && frames[0].address == group.user_frame.address &&
-                   frames[0].function == group.user_frame.function && other_frames == 1;
+      const auto frames = folder.fold(symbolizer.stack(analysis.stack_of(analysis.sites[group.parts[0]])));
+      bool named = group.has_user_frame && !frames.empty() && frames[0].address == group.user_frame->address &&
+                   frames[0].function == group.user_frame->function && other_frames == 1;
       for (size_t i = named ? 1 : 0; i < frames.size() && static_cast<int>(i) < other_frames; ++i) {
         out += fmt::format("      {} {}\n", i == 0 ? "at" : "by", frame_text(frames[i], kWidth - 9));
       }
-      out += wrap(group.judgement.reason, "      ");
+      out += wrap(judgement.reason, "      ");
     }
   }
   return out;

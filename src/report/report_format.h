@@ -9,6 +9,7 @@
 #define LEAKSCOPE_REPORT_REPORT_FORMAT_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -24,7 +25,10 @@ struct ReportOptions {
   std::string fold;       // framework frames to fold (FrameFolder), e.g. "torch,python"
 };
 
+// report_json() is the JSON document; write_report_json() writes the same text json_text() would
+// make of it, with its groups and sites each made as it is written, never all held at once.
 nlohmann::json report_json(const RunAnalysis& analysis, const ReportOptions& options);
+void write_report_json(const RunAnalysis& analysis, const ReportOptions& options, std::FILE* out);
 std::string report_text(const RunAnalysis& analysis, const ReportOptions& options);
 
 // sparkline() draws `values` in `width` columns of ▁..█ scaled to [0, scale].

@@ -73,15 +73,15 @@ namespace {
 
 // slot() returns the entry for `id`: ids are dense from 1, so a new id is the next one and a
 // known id is an update (threads are re-sent when they change). Anything else is corruption.
-template <typename T>
-T& slot(std::vector<T>& items, uint64_t id, const char* what) {
+template <typename Items>
+auto& slot(Items& items, uint64_t id, const char* what) {
   if (id == 0 || id > items.size()) throw Malformed{std::string("bad ") + what + " id " + std::to_string(id)};
   if (id == items.size()) items.emplace_back();
   return items[id];
 }
 
-template <typename T>
-const T& defined(const std::vector<T>& items, uint64_t id, const char* what) {
+template <typename Items>
+const auto& defined(const Items& items, uint64_t id, const char* what) {
   if (id >= items.size() || !items[id].known) {
     throw Malformed{std::string("refers to undefined ") + what + " " + std::to_string(id)};
   }
@@ -149,7 +149,7 @@ void RunState::begin_forked_stream() {
   // The child's snapshots say every thread again; the parent's other threads are not the child's.
   threads_.resize(1);
   slots_.resize(1);
-  for (Site& site : sites_) site.first_seen_ns = 0;  // inherited: there from the child's start
+  for (size_t id = 0; id < sites_.size(); ++id) sites_[id].first_seen_ns = 0;  // inherited: there from the child's start
 }
 
 bool RunState::holds_inherited_definitions() const {
@@ -159,13 +159,14 @@ bool RunState::holds_inherited_definitions() const {
 }
 
 void RunState::clear_cumulative_state() {
-  for (Triple& triple : triples_) {
+  for (size_t id = 0; id < triples_.size(); ++id) {
+    Triple& triple = triples_[id];
     triple.alloc_count = triple.alloc_bytes = triple.free_count = triple.free_bytes = triple.split_count = 0;
-    triple.later_threads.clear();
+    triple.later_threads.reset();
   }
-  for (Site& site : sites_) {
-    site.live_bytes = site.live_blocks = 0;
-    site.births.clear();
+  for (size_t id = 0; id < sites_.size(); ++id) {
+    sites_[id].live_bytes = sites_[id].live_blocks = 0;
+    sites_[id].births.clear();
   }
   domain_live_bytes_ = {};
 }
@@ -177,8 +178,7 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
   if (key) clear_cumulative_state();
   // DEVICES and INNER_BLOCKS are whole states: a snapshot without them has none.
   devices_.clear();
-  for (uint32_t id : inner_sites_) sites_[id].inner_bytes = sites_[id].inner_blocks = 0;
-  inner_sites_.clear();
+  inner_bytes_.clear();
   while (!payload.done()) {
     uint64_t tag = payload.varint("section tag");
     PayloadCursor cursor = payload.section(payload.varint("section length"));
@@ -280,7 +280,7 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
           // A key snapshot says a known stack again: its head goes back where it was.
           bool in_place = known && stack.head_depth == head_depth;
           uint64_t offset = in_place ? stack.head_offset : head_frames_.size();
-          if (!in_place) head_frames_.resize(offset + head_depth);
+          if (!in_place) head_frames_.grow(offset + head_depth);
           for (uint64_t i = 0; i < head_depth; ++i) {
             uint64_t base = previous != nullptr && i < previous->head_depth ? head_frames_[previous->head_offset + i]
                             : i > 0                                        ? head_frames_[offset + i - 1]
@@ -402,9 +402,10 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
           if (slots_[born.slot].size() > 1) {
             uint32_t thread = thread_at(born.slot, static_cast<uint32_t>(birth_epoch));
             if (thread != slots_[born.slot].front()) {
-              auto part = std::find_if(born.later_threads.begin(), born.later_threads.end(),
-                                       [&](const ThreadPart& each) { return each.thread == thread; });
-              if (part == born.later_threads.end()) part = born.later_threads.insert(part, ThreadPart{thread, 0, 0});
+              if (!born.later_threads) born.later_threads = std::make_unique<std::vector<ThreadPart>>();
+              std::vector<ThreadPart>& later = *born.later_threads;
+              auto part = std::find_if(later.begin(), later.end(), [&](const ThreadPart& each) { return each.thread == thread; });
+              if (part == later.end()) part = later.insert(part, ThreadPart{thread, 0, 0});
               part->live_bytes += bytes;
               part->live_blocks += blocks;
             }
@@ -417,7 +418,7 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
           if (id >= sites_.size() || !sites_[id].known) throw Malformed{"lifetimes for undefined site " + std::to_string(id)};
           uint32_t mask = cursor.u32("bucket mask");
           for (int b = 0; b < kLifetimeBuckets; ++b) {
-            if (mask & (1u << b)) sites_[id].freed_bytes_by_lifetime[b] += cursor.varint("lifetime bytes");
+            if (mask & (1u << b)) sites_[id].freed_bytes_by_lifetime.add(b, cursor.varint("lifetime bytes"));
           }
         }
         break;
@@ -463,11 +464,9 @@ void RunState::apply_inner_blocks(PayloadCursor& cursor) {
   for (uint64_t n = cursor.count("inner block count"); n > 0; --n) {
     uint32_t id = cursor.u32("site id");
     if (id >= sites_.size() || !sites_[id].known) throw Malformed{"inner blocks for undefined site " + std::to_string(id)};
-    Site& site = sites_[id];
-    site.inner_bytes = static_cast<int64_t>(cursor.varint("inner bytes"));
-    site.inner_blocks = static_cast<int64_t>(cursor.varint("inner blocks"));
-    site.held_inner_blocks = true;
-    inner_sites_.push_back(id);
+    inner_bytes_[id] = static_cast<int64_t>(cursor.varint("inner bytes"));
+    cursor.varint("inner blocks");
+    held_inner_.insert(id);
   }
 }
 
@@ -539,32 +538,58 @@ uint32_t RunState::thread_at(uint32_t slot, uint32_t epoch) const {
   return threads.back();
 }
 
+BirthBins::~BirthBins() {
+  if (capacity_ > 1) delete[] many_;
+}
+
+void BirthBins::add(uint32_t bin, int64_t bytes) {
+  BirthBin* bins = data();
+  // Births mostly land in the latest bin.
+  size_t at = size_;
+  if (size_ != 0 && bins[size_ - 1].bin >= bin) {
+    at = static_cast<size_t>(std::lower_bound(bins, bins + size_, bin, [](const BirthBin& each, uint32_t wanted) {
+                               return each.bin < wanted;
+                             }) - bins);
+  }
+  if (at == size_ || bins[at].bin != bin) {
+    if (size_ == capacity_) {
+      BirthBin* grown = new BirthBin[2 * capacity_];
+      std::copy(bins, bins + size_, grown);
+      if (capacity_ > 1) delete[] many_;
+      many_ = grown;
+      capacity_ *= 2;
+      bins = many_;
+    }
+    std::copy_backward(bins + at, bins + size_, bins + size_ + 1);
+    bins[at] = BirthBin{bin, 0};
+    ++size_;
+  }
+  bins[at].bytes += bytes;
+  if (bins[at].bytes == 0) {
+    std::copy(bins + at + 1, bins + size_, bins + at);
+    --size_;
+  }
+}
+
+void BirthBins::halve() {
+  BirthBin* bins = data();
+  size_t merged = 0;
+  for (size_t i = 0; i < size_; ++i) {
+    if (merged != 0 && bins[merged - 1].bin == bins[i].bin / 2) {
+      bins[merged - 1].bytes += bins[i].bytes;
+    } else {
+      bins[merged++] = BirthBin{bins[i].bin / 2, bins[i].bytes};
+    }
+  }
+  size_ = static_cast<uint32_t>(merged);
+}
+
 void RunState::add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes) {
   while (birth_ns / birth_bin_ns_ >= kMaxBirthBins) {
-    for (Site& each : sites_) {
-      std::vector<BirthBin> merged;
-      for (const BirthBin& old : each.births) {
-        if (!merged.empty() && merged.back().bin == old.bin / 2) {
-          merged.back().bytes += old.bytes;
-        } else {
-          merged.push_back({old.bin / 2, old.bytes});
-        }
-      }
-      each.births = std::move(merged);
-    }
+    for (size_t id = 0; id < sites_.size(); ++id) sites_[id].births.halve();
     birth_bin_ns_ *= 2;
   }
-  std::vector<BirthBin>& bins = sites_[site].births;
-  uint32_t bin = static_cast<uint32_t>(birth_ns / birth_bin_ns_);
-  auto at = bins.end();  // births mostly land in the latest bin
-  if (bins.empty() || bins.back().bin < bin) {
-    at = bins.insert(bins.end(), BirthBin{bin, 0});
-  } else {
-    at = std::lower_bound(bins.begin(), bins.end(), bin, [](const BirthBin& each, uint32_t wanted) { return each.bin < wanted; });
-    if (at == bins.end() || at->bin != bin) at = bins.insert(at, BirthBin{bin, 0});
-  }
-  at->bytes += bytes;
-  if (at->bytes == 0) bins.erase(at);
+  sites_[site].births.add(static_cast<uint32_t>(birth_ns / birth_bin_ns_), bytes);
 }
 
 namespace {
@@ -593,7 +618,8 @@ uint64_t RunState::startup_marker(uint32_t id) const {
 
 StartupStacks RunState::startup_stacks() const {
   StartupStacks startup;
-  for (const Stack& stack : stacks_) {
+  for (size_t id = 0; id < stacks_.size(); ++id) {
+    const Stack& stack = stacks_[id];
     uint32_t kept = 0;
     if (startup_marker_in(frames(stack), &kept) == 0) continue;
     ++startup.stacks;

@@ -12,13 +12,16 @@
 #include <cstddef>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/stream_format.h"
 #include "core/types.h"
+#include "report/chunked_vector.h"
 #include "report/stream_reader.h"
 
 namespace leakscope::report {
@@ -126,7 +129,9 @@ class StackFrames {
     using reference = uint64_t;
     iterator() = default;
     iterator(const StackFrames* frames, uint32_t index, uint32_t node) : frames_(frames), index_(index), node_(node) {}
-    uint64_t operator*() const { return index_ < frames_->head_depth_ ? frames_->head_[index_] : (*frames_->nodes_)[node_].frame; }
+    uint64_t operator*() const {
+      return index_ < frames_->head_depth_ ? (*frames_->heads_)[frames_->head_offset_ + index_] : (*frames_->nodes_)[node_].frame;
+    }
     iterator& operator++() {
       if (index_ < frames_->head_depth_) {
         ++index_;
@@ -148,17 +153,19 @@ class StackFrames {
     uint32_t node_ = 0;
   };
 
-  StackFrames(const uint64_t* head, uint32_t head_depth, uint32_t tail, const std::vector<StackNode>* nodes)
-      : head_(head), head_depth_(head_depth), tail_(tail), nodes_(nodes) {}
+  StackFrames(const ChunkedVector<uint64_t>* heads, uint64_t head_offset, uint32_t head_depth, uint32_t tail,
+              const ChunkedVector<StackNode>* nodes)
+      : heads_(heads), head_offset_(head_offset), head_depth_(head_depth), tail_(tail), nodes_(nodes) {}
   iterator begin() const { return iterator(this, 0, tail_); }
   iterator end() const { return iterator(this, head_depth_, 0); }
   std::vector<uint64_t> to_vector() const { return std::vector<uint64_t>(begin(), end()); }
 
  private:
-  const uint64_t* head_;
+  const ChunkedVector<uint64_t>* heads_;
+  uint64_t head_offset_;
   uint32_t head_depth_;
   uint32_t tail_;
-  const std::vector<StackNode>* nodes_;
+  const ChunkedVector<StackNode>* nodes_;
 };
 
 // No stack the runtime writes is deeper (kMaxStackDepth, and interpreted frames within it); a
@@ -207,24 +214,82 @@ struct BirthBin {
   int64_t bytes = 0;
 };
 
+// BirthBins: a site's live bytes by birth time, the bins that hold any, in bin order. The first
+// is held inline: most sites' live bytes were born in one bin, and a vector would cost each of a
+// few hundred thousand sites a heap block besides.
+class BirthBins {
+ public:
+  BirthBins() {}
+  BirthBins(const BirthBins&) = delete;
+  BirthBins& operator=(const BirthBins&) = delete;
+  ~BirthBins();
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const BirthBin* begin() const { return data(); }
+  const BirthBin* end() const { return data() + size_; }
+  const BirthBin& operator[](size_t index) const { return data()[index]; }
+
+  // add() adds `bytes` born in bin `bin`; a bin left holding nothing is dropped.
+  void add(uint32_t bin, int64_t bytes);
+  // halve() merges the bins in pairs, as the bins' width doubles: bin b becomes b / 2.
+  void halve();
+  void clear() { size_ = 0; }
+
+ private:
+  const BirthBin* data() const { return capacity_ > 1 ? many_ : &one_; }
+  BirthBin* data() { return capacity_ > 1 ? many_ : &one_; }
+
+  uint32_t size_ = 0;
+  uint32_t capacity_ = 1;
+  union {
+    BirthBin one_{};
+    BirthBin* many_;  // capacity_ > 1
+  };
+};
+
+// LifetimeHistogram: a site's freed bytes by lifetime (log2 buckets, docs/FORMAT.md), held only once
+// something was freed: most sites of a stack-heavy process never free, and 16 counters would cost
+// each of them 128 bytes.
+class LifetimeHistogram {
+ public:
+  using Buckets = std::array<uint64_t, internal::kLifetimeBuckets>;
+
+  LifetimeHistogram() = default;
+  LifetimeHistogram(const LifetimeHistogram& other) : buckets_(other.buckets_ ? std::make_unique<Buckets>(*other.buckets_) : nullptr) {}
+  LifetimeHistogram& operator=(const LifetimeHistogram& other) {
+    buckets_ = other.buckets_ ? std::make_unique<Buckets>(*other.buckets_) : nullptr;
+    return *this;
+  }
+  LifetimeHistogram(LifetimeHistogram&&) = default;
+  LifetimeHistogram& operator=(LifetimeHistogram&&) = default;
+
+  uint64_t operator[](size_t bucket) const { return buckets_ ? (*buckets_)[bucket] : 0; }
+  // add() adds `bytes` freed at a lifetime of bucket `bucket` (< kLifetimeBuckets).
+  void add(size_t bucket, uint64_t bytes) {
+    if (!buckets_) buckets_ = std::make_unique<Buckets>();
+    (*buckets_)[bucket] += bytes;
+  }
+  bool empty() const { return !buckets_; }
+  Buckets buckets() const { return buckets_ ? *buckets_ : Buckets{}; }
+
+ private:
+  std::unique_ptr<Buckets> buckets_;  // null: nothing freed
+};
+
 struct Site {
   Domain domain = Domain::kHeap;
+  bool known = false;
   uint32_t stack = 0;
-  std::array<uint64_t, internal::kLifetimeBuckets> freed_bytes_by_lifetime{};
+  LifetimeHistogram freed_bytes_by_lifetime;
   int64_t live_bytes = 0;   // summed over the site's triples
   int64_t live_blocks = 0;
   // Live bytes by birth time: the bins (of RunState::birth_bin_ns()) that hold any, in bin order.
   // Sparse, as most sites' blocks were born in a few bins: dense bins cost a process with 600 k
   // sites born late in its run a gigabyte.
-  std::vector<BirthBin> births;
+  BirthBins births;
   uint64_t temporary_blocks = 0;  // blocks freed in the epoch they were born in, so far
   uint64_t first_seen_ns = 0;  // time of the snapshot that defined it
-  // Of a cuda site: the c10_cuda bytes and blocks inside its blocks now (INNER_BLOCKS), and
-  // whether any ever were: its blocks are then a caching allocator's segments.
-  int64_t inner_bytes = 0;
-  int64_t inner_blocks = 0;
-  bool held_inner_blocks = false;
-  bool known = false;
 };
 
 // What one snapshot says of a device's memory (DEVICES, docs/FORMAT.md).
@@ -245,12 +310,12 @@ struct EpochActivity {
 
 struct Triple {
   uint32_t site = 0, slot = 0, task = 0;  // slot: of the threads that allocated it
+  bool known = false;
   uint64_t alloc_count = 0, alloc_bytes = 0, free_count = 0, free_bytes = 0, split_count = 0;
   EpochActivity last;  // what the latest applied snapshot added
   // Live memory of the slot's later threads, by their birth epochs; the slot's first thread holds
-  // the rest. Empty while the slot has had one thread.
-  std::vector<ThreadPart> later_threads;
-  bool known = false;
+  // the rest. Null while the slot has had one thread, as most have.
+  std::unique_ptr<std::vector<ThreadPart>> later_threads;
 
   int64_t live_bytes() const { return static_cast<int64_t>(alloc_bytes - free_bytes); }
   int64_t live_blocks() const { return static_cast<int64_t>(alloc_count - free_count + split_count); }
@@ -301,7 +366,7 @@ class RunState {
   const SnapshotInfo& last_snapshot() const { return last_snapshot_; }
   const BudgetTimes& budget_times() const { return budget_times_; }
   const std::vector<Module>& modules() const { return modules_; }
-  const std::vector<Stack>& stacks() const { return stacks_; }
+  const ChunkedVector<Stack>& stacks() const { return stacks_; }
   // is_marker_stack() tells whether stack `id` is the one frame `marker` (stream_format.h).
   bool is_marker_stack(uint32_t id, uint64_t marker) const {
     return id < stacks_.size() && stacks_[id].depth == 1 && *frames(stacks_[id]).begin() == marker;
@@ -311,7 +376,7 @@ class RunState {
   // startup_marker() is the start-up marker frame (stream_format.h) stack `id` holds, or 0.
   uint64_t startup_marker(uint32_t id) const;
   StackFrames frames(const Stack& stack) const {
-    return StackFrames(head_frames_.data() + stack.head_offset, stack.head_depth, stack.tail, &stack_nodes_);
+    return StackFrames(&head_frames_, stack.head_offset, stack.head_depth, stack.tail, &stack_nodes_);
   }
   const std::vector<Thread>& threads() const { return threads_; }
   // for_each_thread_part() calls visit(ThreadPart) for each thread of a triple's slot that holds
@@ -320,13 +385,22 @@ class RunState {
   void for_each_thread_part(const Triple& triple, Visit&& visit) const;
   const std::vector<Task>& tasks() const { return tasks_; }
   const std::vector<Code>& codes() const { return codes_; }
-  const std::vector<Site>& sites() const { return sites_; }
-  const std::vector<Triple>& triples() const { return triples_; }
+  const ChunkedVector<Site>& sites() const { return sites_; }
+  const ChunkedVector<Triple>& triples() const { return triples_; }
   // leak_check() is the last reachability scan read, if any: a later one supersedes it, a key
   // snapshot does not clear it.
   const std::optional<LeakCheck>& leak_check() const { return leak_check_; }
   // devices() is what the latest snapshot says of each device's memory; empty without any.
   const std::vector<DeviceMemory>& devices() const { return devices_; }
+  // Of a cuda site: the c10_cuda bytes inside its blocks now (INNER_BLOCKS), and whether any ever
+  // were (its blocks are then a caching allocator's segments). Kept apart from Site: few sites
+  // have any.
+  int64_t inner_bytes(uint32_t site) const {
+    auto found = inner_bytes_.find(site);
+    return found != inner_bytes_.end() ? found->second : 0;
+  }
+  bool held_inner_blocks(uint32_t site) const { return held_inner_.count(site) != 0; }
+  const std::unordered_map<uint32_t, int64_t>& inner_bytes_by_site() const { return inner_bytes_; }
   // Live bytes per domain now (index: Domain value), kept up to date as counters are applied.
   const std::array<int64_t, internal::kDomainCount>& live_bytes_by_domain() const { return domain_live_bytes_; }
   // Width of the bins of Site::births, from time 0.
@@ -355,22 +429,25 @@ class RunState {
   SnapshotInfo last_snapshot_;
   BudgetTimes budget_times_;
   std::vector<Module> modules_;
-  std::vector<Stack> stacks_{1};
-  std::vector<StackNode> stack_nodes_{1};
-  std::vector<uint64_t> head_frames_;  // every stack's head frames, one after another
+  // Stacks, sites and triples are a few hundred thousand in a stack-heavy process: chunked, so
+  // that they grow without being copied.
+  ChunkedVector<Stack> stacks_{1};
+  ChunkedVector<StackNode> stack_nodes_{1};
+  ChunkedVector<uint64_t> head_frames_;  // every stack's head frames, one after another
   std::vector<Thread> threads_{1};
   std::vector<std::vector<uint32_t>> slots_{1};  // slot -> its threads, in order
   std::vector<Task> tasks_{1};
   std::vector<Code> codes_{1};
-  std::vector<Site> sites_{1};
-  std::vector<Triple> triples_{1};
+  ChunkedVector<Site> sites_{1};
+  ChunkedVector<Triple> triples_{1};
   std::optional<LeakCheck> leak_check_;
   // What a forked child's stream takes from its parent's: ids of each kind below these.
   struct InheritedDefinitions {
     uint32_t stacks = 0, stack_nodes = 0, sites = 0, triples = 0, tasks = 0, codes = 0, modules = 0;
   } inherited_;
   std::vector<DeviceMemory> devices_;
-  std::vector<uint32_t> inner_sites_;  // sites whose inner figures the latest snapshot set
+  std::unordered_map<uint32_t, int64_t> inner_bytes_;  // by site, as the latest snapshot says
+  std::unordered_set<uint32_t> held_inner_;            // sites that ever held inner blocks
   void add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes);
   // apply_thread() reads one THREADS record; thread_at() is the thread of `slot` that could
   // allocate in `epoch`.
@@ -386,14 +463,14 @@ class RunState {
 template <typename Visit>
 void RunState::for_each_thread_part(const Triple& triple, Visit&& visit) const {
   const std::vector<uint32_t>& threads = slots_[triple.slot];
-  if (triple.later_threads.empty()) {
+  if (!triple.later_threads) {
     if (triple.live_bytes() != 0 || triple.live_blocks() != 0) {
       visit(ThreadPart{threads.front(), triple.live_bytes(), triple.live_blocks()});
     }
     return;
   }
   ThreadPart first{threads.front(), triple.live_bytes(), triple.live_blocks()};
-  for (const ThreadPart& later : triple.later_threads) {
+  for (const ThreadPart& later : *triple.later_threads) {
     first.live_bytes -= later.live_bytes;
     first.live_blocks -= later.live_blocks;
   }
@@ -402,7 +479,7 @@ void RunState::for_each_thread_part(const Triple& triple, Visit&& visit) const {
     visit(ThreadPart{first.thread, first.live_bytes > 0 ? first.live_bytes : 0,
                      first.live_blocks > 0 ? first.live_blocks : 0});
   }
-  for (const ThreadPart& later : triple.later_threads) {
+  for (const ThreadPart& later : *triple.later_threads) {
     if (later.live_bytes != 0 || later.live_blocks != 0) visit(later);
   }
 }

@@ -314,12 +314,12 @@ std::string owners_text(const SiteSummary& site) {
   return fmt::format("threads: {} · tasks: {}", threads, tasks);
 }
 
-std::string site_signature(const SiteSummary& site, Symbolizer& symbolizer) {
-  std::string signature = domain_name(site.domain);
-  for (const SymbolizedFrame& frame : symbolizer.stack(site.stack)) {
+std::string site_signature(Domain domain, uint32_t stack, Symbolizer& symbolizer) {
+  std::string signature = domain_name(domain);
+  for (const SymbolizedFrame* frame : symbolizer.frames(stack)) {
     signature += '|';
-    signature += frame.function.empty() ? fmt::format("{}+{:#x}", module_base_name(frame.module), frame.module_offset)
-                                        : frame.function;
+    signature += frame->function.empty() ? fmt::format("{}+{:#x}", module_base_name(frame->module), frame->module_offset)
+                                         : frame->function;
   }
   return signature;
 }

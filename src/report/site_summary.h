@@ -1,7 +1,8 @@
 // File: site_summary.h
 //
-// Live state per site at the current snapshot of a RunState: bytes and blocks, and who owns them
-// by thread and by task name. Shared by `dump` and the later report verbs.
+// One site whole, as dump, report and diff show it: live bytes and blocks, who owns them by thread
+// and by task name, and when they were born. Built for the sites shown, from their captures
+// (report/site_capture.h).
 #ifndef LEAKSCOPE_REPORT_SITE_SUMMARY_H_
 #define LEAKSCOPE_REPORT_SITE_SUMMARY_H_
 
@@ -42,10 +43,6 @@ struct SiteSummary {
   std::vector<LiveByBirth> births;   // live bytes by birth time, oldest first, nonzero only
   int64_t inner_bytes = 0;           // of a cuda site: c10_cuda bytes inside its blocks
 };
-
-// summarize_live_sites() lists every site with live blocks, largest live bytes first (ties by
-// site id, so the order is stable).
-std::vector<SiteSummary> summarize_live_sites(const RunState& state);
 
 }  // namespace leakscope::report
 

@@ -118,10 +118,17 @@ const SuppressionRule* Suppressions::match(const std::vector<SymbolizedFrame>& f
   return nullptr;
 }
 
-const char* runtime_residue(const std::vector<SymbolizedFrame>& frames) {
+namespace {
+
+const SymbolizedFrame& frame_of(const SymbolizedFrame& frame) { return frame; }
+const SymbolizedFrame& frame_of(const SymbolizedFrame* frame) { return *frame; }
+
+template <typename Frames>
+const char* runtime_residue_of(const Frames& frames) {
   const SymbolizedFrame* innermost = nullptr;
   bool runtime_only = true;
-  for (const SymbolizedFrame& frame : frames) {
+  for (const auto& each : frames) {
+    const SymbolizedFrame& frame = frame_of(each);
     if (internal::is_startup_marker(frame.address)) continue;
     if (innermost == nullptr) innermost = &frame;
     if (frame.function == "_IO_file_doallocate") return "a stdio buffer";
@@ -140,10 +147,12 @@ bool is_foreign_call(const std::string& module) {
   return base.rfind("libffi", 0) == 0 || base.rfind("_ctypes", 0) == 0 || base.rfind("_cffi_backend", 0) == 0;
 }
 
-const char* lost_residue(const std::vector<SymbolizedFrame>& frames, const FrameRoles& roles) {
-  if (const char* residue = runtime_residue(frames)) return residue;
+template <typename Frames>
+const char* lost_residue_of(const Frames& frames, const FrameRoles& roles) {
+  if (const char* residue = runtime_residue_of(frames)) return residue;
   bool native_below = false;  // the native code that made the block: a stack without it tells nothing
-  for (const SymbolizedFrame& frame : frames) {
+  for (const auto& each : frames) {
+    const SymbolizedFrame& frame = frame_of(each);
     if (frame.address == internal::kImportFrame || !frame.language.empty()) {
       return native_below ? "the interpreter's or a framework's own (lost beneath interpreted code, which cannot lose a block)"
                           : nullptr;
@@ -153,5 +162,25 @@ const char* lost_residue(const std::vector<SymbolizedFrame>& frames, const Frame
   }
   return nullptr;
 }
+
+}  // namespace
+
+const char* runtime_residue(const std::vector<SymbolizedFrame>& frames) { return runtime_residue_of(frames); }
+
+template <typename Frame>
+const char* runtime_residue(const std::vector<const Frame*>& frames) {
+  return runtime_residue_of(frames);
+}
+template const char* runtime_residue(const std::vector<const SymbolizedFrame*>& frames);
+
+const char* lost_residue(const std::vector<SymbolizedFrame>& frames, const FrameRoles& roles) {
+  return lost_residue_of(frames, roles);
+}
+
+template <typename Frame>
+const char* lost_residue(const std::vector<const Frame*>& frames, const FrameRoles& roles) {
+  return lost_residue_of(frames, roles);
+}
+template const char* lost_residue(const std::vector<const SymbolizedFrame*>& frames, const FrameRoles& roles);
 
 }  // namespace leakscope::report

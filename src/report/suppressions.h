@@ -60,6 +60,11 @@ class Suppressions {
 // runtime made for itself with no frame of any other module (libstdc++'s emergency exception
 // pool of 72,704 bytes).
 const char* runtime_residue(const std::vector<SymbolizedFrame>& frames);
+// The same over the symbolizer's own frames (Symbolizer::frames()), which a report reads for every
+// site without copying them. Frame is SymbolizedFrame: a template only so that a braced list of
+// frames means copies.
+template <typename Frame>
+const char* runtime_residue(const std::vector<const Frame*>& frames);
 
 class FrameRoles;
 
@@ -70,6 +75,8 @@ class FrameRoles;
 // though its reachable blocks at the same site (a list that grows) may be -- unless it called the C
 // function itself, through ctypes or cffi (libffi), which is the program's loss.
 const char* lost_residue(const std::vector<SymbolizedFrame>& frames, const FrameRoles& roles);
+template <typename Frame>
+const char* lost_residue(const std::vector<const Frame*>& frames, const FrameRoles& roles);
 
 }  // namespace leakscope::report
 

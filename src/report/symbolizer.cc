@@ -469,32 +469,37 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
   return frames;
 }
 
-std::vector<SymbolizedFrame> Symbolizer::stack(uint32_t id) {
-  std::vector<SymbolizedFrame> frames;
+std::vector<const SymbolizedFrame*> Symbolizer::frames(uint32_t id) {
+  std::vector<const SymbolizedFrame*> frames;
   if (id < state_.stacks().size()) {
     const Stack& stack = state_.stacks()[id];
     for (uint64_t address : state_.frames(stack)) {
       // leakscope's own frames (the main it hands __libc_start_main) are no part of the program's.
       const Module* module = module_for(address, stack.first_epoch);
       if (module != nullptr && is_leakscope_module(module->path)) continue;
-      const std::vector<SymbolizedFrame>& expanded = symbolize(address, stack.first_epoch);
-      frames.insert(frames.end(), expanded.begin(), expanded.end());
+      for (const SymbolizedFrame& frame : symbolize(address, stack.first_epoch)) frames.push_back(&frame);
     }
   }
   size_t first = 0;
   // The frames a start-up stack kept before its marker are all it has of the allocation: they stay.
-  while (first + 1 < frames.size() && is_allocator_entry(frames[first].function) &&
-         !internal::is_startup_marker(frames[first + 1].address)) {
+  while (first + 1 < frames.size() && is_allocator_entry(frames[first]->function) &&
+         !internal::is_startup_marker(frames[first + 1]->address)) {
     ++first;
   }
   frames.erase(frames.begin(), frames.begin() + static_cast<long>(first));
   return frames;
 }
 
-std::vector<SymbolizedFrame> Symbolizer::find_frames(uint32_t id, size_t count,
-                                                     const std::function<bool(const std::string&)>& skip_module,
-                                                     const std::function<bool(const SymbolizedFrame&)>& accept) {
-  std::vector<SymbolizedFrame> found;
+std::vector<SymbolizedFrame> Symbolizer::stack(uint32_t id) {
+  std::vector<SymbolizedFrame> frames;
+  for (const SymbolizedFrame* frame : this->frames(id)) frames.push_back(*frame);
+  return frames;
+}
+
+std::vector<const SymbolizedFrame*> Symbolizer::find_frames(uint32_t id, size_t count,
+                                                            const std::function<bool(const std::string&)>& skip_module,
+                                                            const std::function<bool(const SymbolizedFrame&)>& accept) {
+  std::vector<const SymbolizedFrame*> found;
   if (id >= state_.stacks().size()) return found;
   const Stack& stack = state_.stacks()[id];
   for (uint64_t address : state_.frames(stack)) {
@@ -502,7 +507,7 @@ std::vector<SymbolizedFrame> Symbolizer::find_frames(uint32_t id, size_t count,
     if (module != nullptr && (skip_module(module->path) || is_leakscope_module(module->path))) continue;
     for (const SymbolizedFrame& frame : symbolize(address, stack.first_epoch)) {
       if (!accept(frame)) continue;
-      found.push_back(frame);
+      found.push_back(&frame);
       if (found.size() == count) return found;
     }
   }

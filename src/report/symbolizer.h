@@ -39,21 +39,25 @@ class Symbolizer {
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
 
-  // stack() symbolizes stack `id` (innermost first) with leading allocator entry points
+  // frames() symbolizes stack `id` (innermost first) with leading allocator entry points
   // (operator new and friends) removed, so frames[0] is the program's own code. Frames are cached
-  // per address, stacks are not: a dump of a million stacks must not hold them all.
+  // per address, stacks are not: a dump of a million stacks must not hold them all. The pointers
+  // are into that cache, whose frames never move: they stay valid while the symbolizer lives.
+  std::vector<const SymbolizedFrame*> frames(uint32_t id);
+
+  // stack() is frames() copied.
   std::vector<SymbolizedFrame> stack(uint32_t id);
 
   // find_frames() walks stack `id` from the innermost frame outwards and returns the first `count`
-  // frames `accept` takes (fewer when the stack has fewer); addresses in modules whose path
-  // `skip_module` takes are passed over without reading their debug info (the cheap way to skip a
-  // framework's frames).
-  std::vector<SymbolizedFrame> find_frames(uint32_t id, size_t count,
-                                           const std::function<bool(const std::string&)>& skip_module,
-                                           const std::function<bool(const SymbolizedFrame&)>& accept);
+  // frames `accept` takes (fewer when the stack has fewer), as frames() does; addresses in modules
+  // whose path `skip_module` takes are passed over without reading their debug info (the cheap way
+  // to skip a framework's frames).
+  std::vector<const SymbolizedFrame*> find_frames(uint32_t id, size_t count,
+                                                  const std::function<bool(const std::string&)>& skip_module,
+                                                  const std::function<bool(const SymbolizedFrame&)>& accept);
 
   // visit_frames() calls `visit` with each frame of stack `id`, innermost first (allocator entry
-  // points included), until it returns false; nothing is copied.
+  // points included), until it returns false; nothing is copied, and each frame is the cached one.
   void visit_frames(uint32_t id, const std::function<bool(const SymbolizedFrame&)>& visit);
 
   // runs_python_function() tells whether stack `id` holds a Python frame of `function` in a file

@@ -128,7 +128,7 @@ std::unique_ptr<RunAnalysis> analyze(const std::string& bytes) {
 
 const GroupReport& group_named(const RunAnalysis& analysis, const std::string& function) {
   for (const GroupReport& group : analysis.groups) {
-    if (group.user_frame.function == function) return group;
+    if (group.user_frame->function == function) return group;
   }
   ADD_FAILURE() << "no group at " << function;
   return analysis.groups.front();
@@ -206,7 +206,7 @@ TEST(LeakCheck, AnalysisGivesEachSiteAndGroupItsLostFigures) {
   // Every verdict of a run this short is unknown: both are the `lost` finding, most lost first;
   // libc's block is the runtime's own and is not.
   std::vector<std::string> lost;
-  for (size_t g : analysis->lost_groups) lost.push_back(analysis->groups[g].user_frame.function);
+  for (size_t g : analysis->lost_groups) lost.push_back(analysis->groups[g].user_frame->function);
   EXPECT_EQ(lost, (std::vector<std::string>{"add_child", "make_node"}));
 }
 
@@ -348,7 +348,7 @@ TEST(LeakCheck, SiteLostAtTheScanButNotLiveAtTheJudgedSnapshotStillShows) {
                                                   snapshot_frame(mark) + snapshot_frame(last));
   EXPECT_EQ(analysis->at.index, 3u);
   const GroupReport& child = group_named(*analysis, "add_child");
-  const SiteReport& site = analysis->sites[child.parts[0]];
+  SiteDetail site = site_detail(*analysis, child.parts[0]);
   EXPECT_TRUE(site.from_leak_check);
   EXPECT_EQ(site.summary.live_bytes, 3072);
   EXPECT_EQ(site.lost.indirect_bytes, 2048u);

@@ -1,7 +1,6 @@
 // leakscope dump: the state at one snapshot, symbolized.
 #include <algorithm>
 #include <cstdio>
-#include <vector>
 
 #include "cli.h"
 #include "report/dump_format.h"
@@ -16,14 +15,17 @@ namespace {
 // keep_largest() keeps the sites holding at least `min_bytes` (and, with `task`, some bytes of
 // that task) and, when `top` is not 0, only the `top` holding the most (the sites come largest
 // first).
-void keep_largest(std::vector<report::JudgedSite>* sites, size_t top, int64_t min_bytes, const std::string& task) {
-  std::erase_if(*sites, [&](const report::JudgedSite& site) {
-    if (site.summary.live_bytes < min_bytes) return true;
+void keep_largest(report::JudgedSites* judged, size_t top, int64_t min_bytes, const std::string& task) {
+  std::erase_if(judged->sites, [&](const report::CapturedSite& site) {
+    if (site.live_bytes < min_bytes) return true;
     if (task.empty()) return false;
-    return std::none_of(site.summary.tasks.begin(), site.summary.tasks.end(),
-                        [&](const report::TaskShare& share) { return share.name == task && share.live_bytes > 0; });
+    bool holds = false;
+    judged->captures.for_each_task(site, [&](const std::string& name, int64_t bytes, int64_t) {
+      holds = holds || (name == task && bytes > 0);
+    });
+    return !holds;
   });
-  if (top != 0 && sites->size() > top) sites->resize(top);
+  if (top != 0 && judged->sites.size() > top) judged->sites.resize(top);
 }
 
 }  // namespace
@@ -39,16 +41,16 @@ int dump_command(const DumpOptions& options) {
     report::RunState state;
     report::JudgedCapture capture(at);
     report::read_run(reader, at.index, &state, [&capture](const report::RunState& read) { capture.observe(read); });
-    std::vector<report::JudgedSite> sites = capture.take_sites();
-    size_t all_sites = sites.size();
-    keep_largest(&sites, options.top, options.min_bytes, options.task);
-    size_t left_out = all_sites - sites.size();
+    report::JudgedSites judged = capture.take_sites();
+    size_t all_sites = judged.sites.size();
+    keep_largest(&judged, options.top, options.min_bytes, options.task);
+    size_t left_out = all_sites - judged.sites.size();
     report::Symbolizer symbolizer(state);
     report::RunHeader header{state, at, capture.info(), capture.live_bytes_by_domain(), capture.devices()};
     if (options.format == "json") {
-      report::write_dump_json(header, sites, left_out, symbolizer, stdout);
+      report::write_dump_json(header, judged, left_out, symbolizer, stdout);
     } else {
-      report::write_dump_text(header, sites, left_out, symbolizer, stdout, options.frames);
+      report::write_dump_text(header, judged, left_out, symbolizer, stdout, options.frames);
     }
     return kOk;
   } catch (const report::StreamError& error) {

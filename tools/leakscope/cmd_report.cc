@@ -3,7 +3,6 @@
 
 #include "cli.h"
 #include "report/analysis.h"
-#include "report/json_text.h"
 #include "report/report_format.h"
 
 namespace leakscope::cli {
@@ -21,9 +20,13 @@ int report_command(const ReportCommandOptions& options) {
     shown.min_bytes = options.min_bytes;
     shown.frames = options.frames;
     shown.fold = options.fold;
-    std::string text = options.format == "json" ? report::json_text(report::report_json(*analysis, shown)) + "\n"
-                                                : report::report_text(*analysis, shown);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (options.format == "json") {
+      report::write_report_json(*analysis, shown, stdout);
+      std::fputs("\n", stdout);
+    } else {
+      std::string text = report::report_text(*analysis, shown);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    }
     return kOk;
   } catch (const report::StreamError& error) {
     return fail(kBadInput, error.what());

@@ -1,0 +1,67 @@
+// File: group_keys.h
+//
+// What makes sites one group, and what names it to a person (docs/ANALYSIS.md, "Groups: one bug, one entry"): their
+// first user frame and the user frame that called it (a helper shared by a bounded cache and an
+// unbounded one is two groups); without a user frame by function, a frame of the innermost run of
+// frames in the program's own modules (a lambda's std::function invoker in a binary without debug
+// info); failing that, the innermost frame, and the site is a group of its own. Frames are told
+// apart by what they name (module, function, file and line; or module and offset), each interned
+// once to a small id, so a key is three integers however many sites there are, and nothing is kept
+// per site.
+#ifndef LEAKSCOPE_REPORT_GROUP_KEYS_H_
+#define LEAKSCOPE_REPORT_GROUP_KEYS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "report/frame_roles.h"
+#include "report/run_state.h"
+#include "report/symbolizer.h"
+
+namespace leakscope::report {
+
+struct GroupKey {
+  enum class Kind : uint8_t { kUser, kOwn, kSite };
+  Kind kind = Kind::kSite;
+  uint32_t first = 0;   // kUser, kOwn: the naming frame's id; kSite: the site's id
+  uint32_t second = 0;  // kUser: the id of the user frame that called it; 0 when there is none
+  // Memory the driver hands out is a layer beneath the program's objects: never one group with
+  // them (device_layers.h).
+  bool driver_layer = false;
+  bool operator==(const GroupKey& other) const = default;
+};
+
+struct GroupKeyHash {
+  size_t operator()(const GroupKey& key) const;
+};
+
+// A site's key and the frame that names its group.
+struct NamedKey {
+  GroupKey key;
+  bool has_user_frame = false;
+  const SymbolizedFrame* frame = nullptr;  // the symbolizer's; never null (an empty frame for an empty stack)
+};
+
+class GroupKeys {
+ public:
+  GroupKeys(const RunState& state, Symbolizer& symbolizer, const FrameRoles& roles);
+
+  // of() is the key of site `site`, read from its stack through the symbolizer's cache of frames.
+  NamedKey of(uint32_t site);
+
+ private:
+  uint32_t frame_id(const SymbolizedFrame& frame);
+  const SymbolizedFrame* outermost_of_own_run(uint32_t stack);
+
+  const RunState& state_;
+  Symbolizer& symbolizer_;
+  const FrameRoles& roles_;
+  std::unordered_map<const SymbolizedFrame*, uint32_t> ids_;  // by cached frame
+  std::unordered_map<std::string, uint32_t> ids_by_identity_;
+};
+
+}  // namespace leakscope::report
+
+#endif  // LEAKSCOPE_REPORT_GROUP_KEYS_H_
