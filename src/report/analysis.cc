@@ -486,7 +486,8 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   std::map<std::string, int64_t> task_bytes;
   std::map<uint32_t, int64_t> thread_bytes;
   for (const SiteReport& site : analysis->sites) {
-    if (site.from_leak_check) continue;
+    // A caching allocator's reserve holds the tensors counted at their own sites: never both.
+    if (site.from_leak_check || site.runtime == kCachingAllocatorReserve) continue;
     const CapturedSite& taken = analysis->capture_of(site);
     analysis->captures.for_each_task(taken, [&](const std::string& name, int64_t bytes, int64_t) { task_bytes[name] += bytes; });
     analysis->captures.for_each_thread(taken, [&](uint32_t thread, int64_t bytes, int64_t) { thread_bytes[thread] += bytes; });

@@ -114,6 +114,8 @@ void LiveSeries::sample(const RunState& state) {
   for (size_t id = 1; id < triples.size(); ++id) {
     if (!triples[id].known) continue;
     const Triple& triple = triples[id];
+    // A caching allocator's segments hold the tensors counted at their own sites: never both.
+    if (state.held_inner_blocks(triple.site)) continue;
     by_task[triple.task != 0 ? state.tasks()[triple.task].name : std::string()] += triple.live_bytes();
     state.for_each_thread_part(triple, [&](const ThreadPart& part) { by_thread[part.thread] += part.live_bytes; });
   }

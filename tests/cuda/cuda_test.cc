@@ -201,6 +201,12 @@ TEST(Cuda, TensorsKeptAliveAreALeakInsideTheCachingAllocatorsReserveWhichIsNot) 
   }
   EXPECT_EQ(leaked_c10, 40 * kMiB);
   EXPECT_EQ(reserve, 60 * kMiB) << "the layers are never one group";
+  // What tasks own: the tensors (and host bytes), not the segments that hold them as well.
+  Outcome json = leakscope({"report", "--format", "json", file});
+  int64_t owned = 0;
+  for (const auto& task : nlohmann::json::parse(json.out)["by_task"]) owned += task["live_bytes"].get<int64_t>();
+  EXPECT_GE(owned, 40 * kMiB);
+  EXPECT_LT(owned, 41 * kMiB);
   Outcome text = leakscope({"report", file});
   EXPECT_NE(text.out.find("device 0: cuda 60.00 MiB (40.00 MiB of it in c10_cuda tensors) · c10_cuda 40.00 MiB"), std::string::npos)
       << text.out;
