@@ -202,9 +202,9 @@ TEST(Cuda, TensorsKeptAliveAreALeakInsideTheCachingAllocatorsReserveWhichIsNot) 
   EXPECT_EQ(leaked_c10, 40 * kMiB);
   EXPECT_EQ(reserve, 60 * kMiB) << "the layers are never one group";
   // What tasks own: the tensors (and host bytes), not the segments that hold them as well.
-  Outcome json = leakscope({"report", "--format", "json", file});
+  nlohmann::json report = nlohmann::json::parse(leakscope({"report", "--format", "json", file}).out);
   int64_t owned = 0;
-  for (const auto& task : nlohmann::json::parse(json.out)["by_task"]) owned += task["live_bytes"].get<int64_t>();
+  for (const auto& task : report["by_task"]) owned += task["live_bytes"].get<int64_t>();
   EXPECT_GE(owned, 40 * kMiB);
   EXPECT_LT(owned, 41 * kMiB);
   Outcome text = leakscope({"report", file});
