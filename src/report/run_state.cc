@@ -477,6 +477,13 @@ BirthBins::~BirthBins() {
   if (capacity_ > 1) delete[] many_;
 }
 
+void BirthBins::clear() {
+  if (capacity_ > 1) delete[] many_;
+  size_ = 0;
+  capacity_ = 1;
+  one_ = {};
+}
+
 void BirthBins::add(uint32_t bin, int64_t bytes) {
   BirthBin* bins = data();
   // Births mostly land in the latest bin.
@@ -561,6 +568,15 @@ StartupStacks RunState::startup_stacks() const {
     startup.kept_frames = std::max(startup.kept_frames, kept);
   }
   return startup;
+}
+
+void RunState::release_counters() {
+  triples_ = ChunkedVector<Triple>();
+  active_triples_ = {};
+  for (size_t id = 0; id < sites_.size(); ++id) {
+    sites_[id].births.clear();
+    sites_[id].freed_bytes_by_lifetime = LifetimeHistogram();
+  }
 }
 
 uint64_t RunState::epoch_start_ns(uint32_t epoch) const {

@@ -228,7 +228,7 @@ class BirthBins {
   void add(uint32_t bin, int64_t bytes);
   // halve() merges the bins in pairs, as the bins' width doubles: bin b becomes b / 2.
   void halve();
-  void clear() { size_ = 0; }
+  void clear();
 
  private:
   const BirthBin* data() const { return capacity_ > 1 ? many_ : &one_; }
@@ -367,6 +367,12 @@ class RunState {
   // leak_check() is the last reachability scan read, if any: a later one supersedes it, a key
   // snapshot does not clear it.
   const std::optional<LeakCheck>& leak_check() const { return leak_check_; }
+
+  // release_counters() lets go of the triples and of each site's births and lifetimes, keeping
+  // every definition, the leak check and each site's live bytes and blocks: for a reader that has
+  // taken what it needs of them and only names sites from then on (an analysis holding a few
+  // hundred thousand sites). triples() is empty after it, and no frame can be applied.
+  void release_counters();
   // Live bytes per domain now (index: Domain value), kept up to date as counters are applied.
   const std::array<int64_t, internal::kDomainCount>& live_bytes_by_domain() const { return domain_live_bytes_; }
   // Width of the bins of Site::births, from time 0.
