@@ -24,7 +24,6 @@ class ChunkedVector {
   explicit ChunkedVector(size_t count) { grow(count); }
 
   size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
   T& operator[](size_t index) { return chunks_[index >> kChunkBits][index & (kChunk - 1)]; }
   const T& operator[](size_t index) const { return chunks_[index >> kChunkBits][index & (kChunk - 1)]; }
   T& back() { return (*this)[size_ - 1]; }

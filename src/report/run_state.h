@@ -233,7 +233,6 @@ class BirthBins {
   ~BirthBins();
 
   size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
   const BirthBin* begin() const { return data(); }
   const BirthBin* end() const { return data() + size_; }
   const BirthBin& operator[](size_t index) const { return data()[index]; }
@@ -263,15 +262,6 @@ class LifetimeHistogram {
  public:
   using Buckets = std::array<uint64_t, internal::kLifetimeBuckets>;
 
-  LifetimeHistogram() = default;
-  LifetimeHistogram(const LifetimeHistogram& other) : buckets_(other.buckets_ ? std::make_unique<Buckets>(*other.buckets_) : nullptr) {}
-  LifetimeHistogram& operator=(const LifetimeHistogram& other) {
-    buckets_ = other.buckets_ ? std::make_unique<Buckets>(*other.buckets_) : nullptr;
-    return *this;
-  }
-  LifetimeHistogram(LifetimeHistogram&&) = default;
-  LifetimeHistogram& operator=(LifetimeHistogram&&) = default;
-
   uint64_t operator[](size_t bucket) const { return buckets_ ? (*buckets_)[bucket] : 0; }
   // add() adds `bytes` freed at a lifetime of bucket `bucket` (< kLifetimeBuckets).
   void add(size_t bucket, uint64_t bytes) {
@@ -279,7 +269,6 @@ class LifetimeHistogram {
     (*buckets_)[bucket] += bytes;
   }
   bool empty() const { return !buckets_; }
-  Buckets buckets() const { return buckets_ ? *buckets_ : Buckets{}; }
 
  private:
   std::unique_ptr<Buckets> buckets_;  // null: nothing freed
