@@ -176,12 +176,14 @@ void capture_peak(const RunState& state, PeakReport* peak, PeakCapture* capture)
   peak->snapshot = state.snapshot_count();
   peak->time_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
   peak->tracked_bytes = tracked;
-  capture->sites.clear();
   const auto& sites = state.sites();
+  auto held = [&](size_t id) { return sites[id].known && sites[id].live_bytes > 0 && is_host_domain(sites[id].domain); };
+  size_t count = 0;
+  for (size_t id = 1; id < sites.size(); ++id) count += held(id);
+  capture->sites.clear();
+  capture->sites.reserve(count);  // the peak is often taken again as it rises: never grown by doubling
   for (size_t id = 1; id < sites.size(); ++id) {
-    if (sites[id].known && sites[id].live_bytes > 0 && is_host_domain(sites[id].domain)) {
-      capture->sites.emplace_back(static_cast<uint32_t>(id), sites[id].live_bytes);
-    }
+    if (held(id)) capture->sites.emplace_back(static_cast<uint32_t>(id), sites[id].live_bytes);
   }
 }
 
@@ -206,6 +208,9 @@ SiteEvidence site_evidence(const RunAnalysis& analysis, const SiteReport& site) 
 SiteEvidence group_evidence(const RunAnalysis& analysis, const GroupReport& group) {
   SiteEvidence evidence;
   evidence.made_during = analysis.sites[group.parts[0]].made_during;
+  size_t births = 0;
+  for (uint32_t part : group.parts) births += analysis.capture_of(analysis.sites[part]).births;
+  evidence.births.reserve(births);
   for (uint32_t part : group.parts) {
     const SiteReport& site = analysis.sites[part];
     evidence.made_during = joint_phase(evidence.made_during, site.made_during);
@@ -407,33 +412,36 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
     analysis->captures = std::move(judged_sites.captures);
     analysis->captured = std::move(judged_sites.sites);
   }
-  analysis->sites.resize(analysis->captured.size());  // a stack-heavy run judges a few hundred thousand
-  for (size_t i = 0; i < analysis->sites.size(); ++i) analysis->sites[i].captured = static_cast<uint32_t>(i);
   if (analysis->at.teardown != 0) {
     analysis->teardown.mark = analysis->at.teardown;
     analysis->teardown.begin_s = static_cast<double>(marks[analysis->at.teardown - 1].time_ns) / 1e9;
     analysis->teardown.end_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
   }
-  for (const SiteReport& site : analysis->sites) analysis->teardown.freed_bytes += freed_at_exit_bytes(*analysis, site);
+  // Sites that lost blocks at the leak check but are not live at the judged snapshot follow the
+  // judged ones, as they were at the check.
+  size_t judged_count = analysis->captured.size();
   std::unordered_map<uint32_t, LostFigures> lost = lost_by_site(state);
   if (!lost.empty()) {
     std::vector<bool> judged_site(state.sites().size(), false);
     for (const CapturedSite& site : analysis->captured) judged_site[site.site] = true;
     for (const CapturedSite& at_check : lost_at_check) {
-      if (judged_site[at_check.site]) continue;
-      SiteReport site;
-      site.captured = static_cast<uint32_t>(analysis->captured.size());
-      site.from_leak_check = true;
-      analysis->captured.push_back(analysis->captures.copy(lost_captures, at_check));
-      analysis->sites.push_back(site);
-    }
-    for (SiteReport& site : analysis->sites) {
-      auto found = lost.find(analysis->capture_of(site).site);
-      if (found != lost.end()) site.lost = found->second;
+      if (!judged_site[at_check.site]) analysis->captured.push_back(analysis->captures.copy(lost_captures, at_check));
     }
   }
   lost_at_check = {};
   lost_captures = SiteCaptures();
+  // All that is read of the triples, births and lifetimes is taken: their memory goes to the sites'
+  // records made next.
+  analysis->state.release_counters();
+  analysis->sites.resize(analysis->captured.size());  // a stack-heavy run judges a few hundred thousand
+  for (size_t i = 0; i < analysis->sites.size(); ++i) {
+    SiteReport& site = analysis->sites[i];
+    site.captured = static_cast<uint32_t>(i);
+    site.from_leak_check = i >= judged_count;
+    auto found = lost.find(analysis->captured[i].site);
+    if (found != lost.end()) site.lost = found->second;
+    analysis->teardown.freed_bytes += freed_at_exit_bytes(*analysis, site);
+  }
 
   analysis->symbolizer = std::make_unique<Symbolizer>(state);
   analysis->roles = FrameRoles(options.fold, state.process().exe);

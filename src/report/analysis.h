@@ -129,7 +129,7 @@ struct AnalysisOptions {
 };
 
 struct RunAnalysis {
-  RunState state;  // the whole stream: modules and stacks for symbolization
+  RunState state;  // the whole stream: modules and stacks for symbolization (its counters released)
   ChosenSnapshot at;
   SnapshotInfo judged;  // INFO of the judged snapshot
   std::array<int64_t, internal::kDomainCount> live_bytes_by_domain{};  // at the judged snapshot

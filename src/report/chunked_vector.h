@@ -4,7 +4,8 @@
 // tables that grow with the number of stacks and sites as a stream is read. It never moves what
 // it holds: a std::vector of a few hundred thousand sites copies itself into a buffer twice its
 // size as it grows, both held at once, and a std::deque splits it into blocks of a few elements,
-// each found by a division.
+// each found by a division. The elements of one chunk are contiguous: a run of them that does not
+// cross a multiple of kChunk can be read through one pointer.
 #ifndef LEAKSCOPE_REPORT_CHUNKED_VECTOR_H_
 #define LEAKSCOPE_REPORT_CHUNKED_VECTOR_H_
 
@@ -23,7 +24,6 @@ class ChunkedVector {
   explicit ChunkedVector(size_t count) { grow(count); }
 
   size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
   T& operator[](size_t index) { return chunks_[index >> kChunkBits][index & (kChunk - 1)]; }
   const T& operator[](size_t index) const { return chunks_[index >> kChunkBits][index & (kChunk - 1)]; }
   T& back() { return (*this)[size_ - 1]; }

@@ -269,35 +269,31 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
         break;
       }
       case SectionTag::kStacks: {
-        uint64_t id = 0, previous_id = 0;  // head frames are differences from the previous stack's
+        uint64_t id = 0;
+        std::vector<uint64_t> previous, head;  // head frames are differences from the previous stack's
         for (uint64_t n = cursor.count("stack count"); n > 0; --n) {
           id += cursor.varint("stack id");
           Stack& stack = slot(stacks_, id, "stack");
           uint64_t head_depth = cursor.count("stack depth");
           if (head_depth > kMaxReadStackDepth) throw Malformed{"stack deeper than " + std::to_string(kMaxReadStackDepth) + " frames"};
           bool known = stack.depth != 0;
-          const Stack* previous = previous_id != 0 ? &stacks_[previous_id] : nullptr;
-          // A key snapshot says a known stack again: its head goes back where it was.
-          bool in_place = known && stack.head_depth == head_depth;
-          uint64_t offset = in_place ? stack.head_offset : head_frames_.size();
-          if (!in_place) head_frames_.grow(offset + head_depth);
+          head.resize(head_depth);
           for (uint64_t i = 0; i < head_depth; ++i) {
-            uint64_t base = previous != nullptr && i < previous->head_depth ? head_frames_[previous->head_offset + i]
-                            : i > 0                                        ? head_frames_[offset + i - 1]
-                                                                           : 0;
-            head_frames_[offset + i] = base + static_cast<uint64_t>(cursor.signed_varint("frame"));
+            uint64_t base = i < previous.size() ? previous[i] : i > 0 ? head[i - 1] : 0;
+            head[i] = base + static_cast<uint64_t>(cursor.signed_varint("frame"));
           }
           uint64_t tail = cursor.varint("stack tail node");
           if (tail >= stack_nodes_.size()) throw Malformed{"stack refers to undefined node " + std::to_string(tail)};
           uint64_t depth = head_depth + (tail == 0 ? 0 : stack_nodes_[tail].depth);
           if (depth > kMaxReadStackDepth) throw Malformed{"stack deeper than " + std::to_string(kMaxReadStackDepth) + " frames"};
           if (depth == 0) throw Malformed{"empty stack " + std::to_string(id)};
-          stack.head_offset = offset;
+          // A key snapshot says a known stack again: its head goes back where it was.
+          stack.head_offset = store_head(head, known ? &stack : nullptr);
           stack.head_depth = static_cast<uint32_t>(head_depth);
           stack.tail = static_cast<uint32_t>(tail);
           stack.depth = static_cast<uint32_t>(depth);
           if (!known) stack.first_epoch = epoch;
-          previous_id = id;
+          previous.swap(head);
         }
         break;
       }
@@ -501,6 +497,37 @@ void RunState::apply_leak_check(PayloadCursor& cursor, uint32_t epoch) {
   leak_check_ = std::move(check);
 }
 
+uint64_t RunState::store_head(const std::vector<uint64_t>& head, const Stack* known) {
+  uint8_t bytes[kMaxReadStackDepth * kMaxVarintSize];
+  uint8_t* end = bytes;
+  uint64_t before = 0;
+  for (uint64_t frame : head) {
+    end = varint_put(end, zigzag_encode(static_cast<int64_t>(frame - before)));
+    before = frame;
+  }
+  size_t size = static_cast<size_t>(end - bytes);
+  if (known != nullptr && known->head_depth == head.size()) {
+    if (head.empty()) return known->head_offset;
+    uint8_t* old = &head_bytes_[known->head_offset];
+    const uint8_t* old_end = old;
+    const uint8_t* chunk_end = old + (kHeadChunk - known->head_offset % kHeadChunk);
+    for (size_t i = 0; i < head.size(); ++i) {
+      uint64_t delta = 0;
+      varint_get(&old_end, chunk_end, &delta);
+    }
+    if (static_cast<size_t>(old_end - old) == size) {
+      std::copy(bytes, end, old);
+      return known->head_offset;
+    }
+  }
+  // A head never lies across two chunks, so that it is read through one pointer.
+  uint64_t at = head_bytes_.size();
+  if (size > kHeadChunk - at % kHeadChunk) at += kHeadChunk - at % kHeadChunk;
+  head_bytes_.grow(at + size);
+  if (size != 0) std::copy(bytes, end, &head_bytes_[at]);
+  return at;
+}
+
 void RunState::apply_thread(uint32_t slot_index, int64_t tid, std::string name, uint64_t flags, uint32_t epoch) {
   if (slot_index == 0 || slot_index > slots_.size()) throw Malformed{"bad thread id " + std::to_string(slot_index)};
   if (slot_index == slots_.size()) slots_.emplace_back();
@@ -540,6 +567,13 @@ uint32_t RunState::thread_at(uint32_t slot, uint32_t epoch) const {
 
 BirthBins::~BirthBins() {
   if (capacity_ > 1) delete[] many_;
+}
+
+void BirthBins::clear() {
+  if (capacity_ > 1) delete[] many_;
+  size_ = 0;
+  capacity_ = 1;
+  one_ = {};
 }
 
 void BirthBins::add(uint32_t bin, int64_t bytes) {
@@ -626,6 +660,15 @@ StartupStacks RunState::startup_stacks() const {
     startup.kept_frames = std::max(startup.kept_frames, kept);
   }
   return startup;
+}
+
+void RunState::release_counters() {
+  triples_ = ChunkedVector<Triple>();
+  active_triples_ = {};
+  for (size_t id = 0; id < sites_.size(); ++id) {
+    sites_[id].births.clear();
+    sites_[id].freed_bytes_by_lifetime = LifetimeHistogram();
+  }
 }
 
 uint64_t RunState::epoch_start_ns(uint32_t epoch) const {

@@ -108,9 +108,11 @@ struct StackNode {
 
 // A stack as the stream gives it: head frames kept in RunState's arena, then a tail node. Its
 // frames are read through RunState::frames(); a stack is never built out whole, so memory follows
-// the stream's size and not the frames it stands for.
+// the stream's size and not the frames it stands for. The head frames are kept as zigzag varints
+// of each frame's difference from the one before (the first from 0): a stack's frames lie close
+// together, and 8 bytes a frame were a quarter of the memory of a process with many stacks.
 struct Stack {
-  uint64_t head_offset = 0;  // into the arena
+  uint64_t head_offset = 0;  // into the arena, in bytes
   uint32_t head_depth = 0;
   uint32_t tail = 0;         // StackNode id, 0: none
   uint32_t depth = 0;        // 0 while undefined
@@ -128,13 +130,14 @@ class StackFrames {
     using pointer = void;
     using reference = uint64_t;
     iterator() = default;
-    iterator(const StackFrames* frames, uint32_t index, uint32_t node) : frames_(frames), index_(index), node_(node) {}
-    uint64_t operator*() const {
-      return index_ < frames_->head_depth_ ? (*frames_->heads_)[frames_->head_offset_ + index_] : (*frames_->nodes_)[node_].frame;
+    iterator(const StackFrames* frames, uint32_t index, uint32_t node)
+        : frames_(frames), index_(index), node_(node), cursor_(frames->head_) {
+      if (index_ < frames_->head_depth_) read_head_frame();
     }
+    uint64_t operator*() const { return index_ < frames_->head_depth_ ? frame_ : (*frames_->nodes_)[node_].frame; }
     iterator& operator++() {
       if (index_ < frames_->head_depth_) {
-        ++index_;
+        if (++index_ < frames_->head_depth_) read_head_frame();
       } else {
         node_ = (*frames_->nodes_)[node_].parent;
       }
@@ -148,21 +151,32 @@ class StackFrames {
     bool operator==(const iterator& other) const { return index_ == other.index_ && node_ == other.node_; }
 
    private:
+    // read_head_frame() decodes the next head frame into frame_.
+    void read_head_frame() {
+      uint64_t delta = 0;
+      internal::varint_get(&cursor_, frames_->head_end_, &delta);
+      frame_ += static_cast<uint64_t>(internal::zigzag_decode(delta));
+    }
+
     const StackFrames* frames_ = nullptr;
     uint32_t index_ = 0;
     uint32_t node_ = 0;
+    const uint8_t* cursor_ = nullptr;  // the next head frame's bytes
+    uint64_t frame_ = 0;               // the head frame at index_
   };
 
-  StackFrames(const ChunkedVector<uint64_t>* heads, uint64_t head_offset, uint32_t head_depth, uint32_t tail,
+  // [head, head_end) holds the head frames' bytes, as the RunState wrote them (null when there
+  // are none), and may hold more after them.
+  StackFrames(const uint8_t* head, const uint8_t* head_end, uint32_t head_depth, uint32_t tail,
               const ChunkedVector<StackNode>* nodes)
-      : heads_(heads), head_offset_(head_offset), head_depth_(head_depth), tail_(tail), nodes_(nodes) {}
+      : head_(head), head_end_(head_end), head_depth_(head_depth), tail_(tail), nodes_(nodes) {}
   iterator begin() const { return iterator(this, 0, tail_); }
   iterator end() const { return iterator(this, head_depth_, 0); }
   std::vector<uint64_t> to_vector() const { return std::vector<uint64_t>(begin(), end()); }
 
  private:
-  const ChunkedVector<uint64_t>* heads_;
-  uint64_t head_offset_;
+  const uint8_t* head_;
+  const uint8_t* head_end_;
   uint32_t head_depth_;
   uint32_t tail_;
   const ChunkedVector<StackNode>* nodes_;
@@ -225,7 +239,6 @@ class BirthBins {
   ~BirthBins();
 
   size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
   const BirthBin* begin() const { return data(); }
   const BirthBin* end() const { return data() + size_; }
   const BirthBin& operator[](size_t index) const { return data()[index]; }
@@ -234,7 +247,7 @@ class BirthBins {
   void add(uint32_t bin, int64_t bytes);
   // halve() merges the bins in pairs, as the bins' width doubles: bin b becomes b / 2.
   void halve();
-  void clear() { size_ = 0; }
+  void clear();
 
  private:
   const BirthBin* data() const { return capacity_ > 1 ? many_ : &one_; }
@@ -255,15 +268,6 @@ class LifetimeHistogram {
  public:
   using Buckets = std::array<uint64_t, internal::kLifetimeBuckets>;
 
-  LifetimeHistogram() = default;
-  LifetimeHistogram(const LifetimeHistogram& other) : buckets_(other.buckets_ ? std::make_unique<Buckets>(*other.buckets_) : nullptr) {}
-  LifetimeHistogram& operator=(const LifetimeHistogram& other) {
-    buckets_ = other.buckets_ ? std::make_unique<Buckets>(*other.buckets_) : nullptr;
-    return *this;
-  }
-  LifetimeHistogram(LifetimeHistogram&&) = default;
-  LifetimeHistogram& operator=(LifetimeHistogram&&) = default;
-
   uint64_t operator[](size_t bucket) const { return buckets_ ? (*buckets_)[bucket] : 0; }
   // add() adds `bytes` freed at a lifetime of bucket `bucket` (< kLifetimeBuckets).
   void add(size_t bucket, uint64_t bytes) {
@@ -271,7 +275,6 @@ class LifetimeHistogram {
     (*buckets_)[bucket] += bytes;
   }
   bool empty() const { return !buckets_; }
-  Buckets buckets() const { return buckets_ ? *buckets_ : Buckets{}; }
 
  private:
   std::unique_ptr<Buckets> buckets_;  // null: nothing freed
@@ -376,7 +379,10 @@ class RunState {
   // startup_marker() is the start-up marker frame (stream_format.h) stack `id` holds, or 0.
   uint64_t startup_marker(uint32_t id) const;
   StackFrames frames(const Stack& stack) const {
-    return StackFrames(&head_frames_, stack.head_offset, stack.head_depth, stack.tail, &stack_nodes_);
+    if (stack.head_depth == 0) return StackFrames(nullptr, nullptr, 0, stack.tail, &stack_nodes_);
+    // A head lies within one chunk of the arena: it ends before the chunk does.
+    const uint8_t* head = &head_bytes_[stack.head_offset];
+    return StackFrames(head, head + (kHeadChunk - stack.head_offset % kHeadChunk), stack.head_depth, stack.tail, &stack_nodes_);
   }
   const std::vector<Thread>& threads() const { return threads_; }
   // for_each_thread_part() calls visit(ThreadPart) for each thread of a triple's slot that holds
@@ -401,6 +407,12 @@ class RunState {
   }
   bool held_inner_blocks(uint32_t site) const { return held_inner_.count(site) != 0; }
   const std::unordered_map<uint32_t, int64_t>& inner_bytes_by_site() const { return inner_bytes_; }
+
+  // release_counters() lets go of the triples and of each site's births and lifetimes, keeping
+  // every definition, the leak check and each site's live bytes and blocks: for a reader that has
+  // taken what it needs of them and only names sites from then on (an analysis holding a few
+  // hundred thousand sites). triples() is empty after it, and no frame can be applied.
+  void release_counters();
   // Live bytes per domain now (index: Domain value), kept up to date as counters are applied.
   const std::array<int64_t, internal::kDomainCount>& live_bytes_by_domain() const { return domain_live_bytes_; }
   // Width of the bins of Site::births, from time 0.
@@ -421,6 +433,9 @@ class RunState {
   void apply_leak_check(class PayloadCursor& cursor, uint32_t epoch);
   void apply_devices(class PayloadCursor& cursor);
   void apply_inner_blocks(class PayloadCursor& cursor);
+  // store_head() keeps the head frames of a stack and returns their offset: where `known` (the
+  // stack as it was) kept them when they take as many bytes, else at the arena's end.
+  uint64_t store_head(const std::vector<uint64_t>& head, const Stack* known);
   void clear_cumulative_state();
 
   bool has_process_ = false;
@@ -433,7 +448,8 @@ class RunState {
   // that they grow without being copied.
   ChunkedVector<Stack> stacks_{1};
   ChunkedVector<StackNode> stack_nodes_{1};
-  ChunkedVector<uint64_t> head_frames_;  // every stack's head frames, one after another
+  ChunkedVector<uint8_t> head_bytes_;  // every stack's head frames (Stack), none across two chunks
+  static constexpr uint64_t kHeadChunk = ChunkedVector<uint8_t>::kChunk;
   std::vector<Thread> threads_{1};
   std::vector<std::vector<uint32_t>> slots_{1};  // slot -> its threads, in order
   std::vector<Task> tasks_{1};

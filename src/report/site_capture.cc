@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <new>
 
 #include <fmt/format.h>
 
@@ -53,6 +54,14 @@ uint32_t SiteCaptures::task_name(const RunState& state, uint32_t task) {
   return cached = found->second;
 }
 
+uint32_t SiteCaptures::append_words(size_t words) {
+  // Offsets are 32-bit: an arena past 2^32 words (32 GiB) is past the machine's memory anyway.
+  if (words_.size() + words > UINT32_MAX) throw std::bad_alloc();
+  size_t at = words_.size();
+  words_.resize(at + words);
+  return static_cast<uint32_t>(at);
+}
+
 size_t SiteCaptures::detail_words(const CapturedSite& site) {
   return (site.sole ? 0 : 3 * (static_cast<size_t>(site.threads) + site.tasks)) + 2 * static_cast<size_t>(site.births) +
          (site.lifetimes ? internal::kLifetimeBuckets : 0);
@@ -98,8 +107,8 @@ CapturedSite SiteCaptures::capture(const RunState& state, const TriplesBySite& i
   site.sole = threads.size() == 1 && tasks.size() == 1 && threads[0].bytes == site.live_bytes &&
               threads[0].blocks == site.live_blocks && tasks[0].bytes == site.live_bytes && tasks[0].blocks == site.live_blocks;
   if (site.sole) {
-    site.sole_thread = threads[0].owner;
-    site.sole_task = tasks[0].owner;
+    site.threads = threads[0].owner;
+    site.tasks = tasks[0].owner;
   }
   size_t births = 0;
   for (const BirthBin& bin : of_state.births) births += bin.bytes != 0;
@@ -112,8 +121,7 @@ CapturedSite SiteCaptures::capture(const RunState& state, const TriplesBySite& i
     released_words_ += detail_words(*into) - words;
   } else {
     if (into != nullptr) release(*into);
-    site.details = words_.size();
-    words_.resize(words_.size() + words);
+    site.details = append_words(words);
   }
   uint64_t* word = words_.data() + site.details;
   if (!site.sole) {
@@ -139,9 +147,9 @@ CapturedSite SiteCaptures::capture(const RunState& state, const TriplesBySite& i
 
 CapturedSite SiteCaptures::copy(const SiteCaptures& from, const CapturedSite& site) {
   CapturedSite copied = site;
-  copied.details = words_.size();
+  copied.details = append_words(detail_words(site));
   const uint64_t* source = from.words_.data() + site.details;
-  words_.insert(words_.end(), source, source + detail_words(site));
+  std::copy(source, source + detail_words(site), words_.begin() + copied.details);
   // Owners and task names are numbered per SiteCaptures: their ids are this one's.
   auto owner_here = [&](uint64_t owner) {
     const ThreadOwner& named = from.owners_[owner];
@@ -156,8 +164,8 @@ CapturedSite SiteCaptures::copy(const SiteCaptures& from, const CapturedSite& si
     return found->second;
   };
   if (site.sole) {
-    copied.sole_thread = owner_here(site.sole_thread);
-    copied.sole_task = task_here(site.sole_task);
+    copied.threads = owner_here(site.threads);
+    copied.tasks = task_here(site.tasks);
     return copied;
   }
   uint64_t* word = words_.data() + copied.details;
@@ -178,7 +186,7 @@ void SiteCaptures::compact(const std::vector<CapturedSite*>& kept, bool always) 
     // In offset order, details only move towards the start: none is overwritten before it is read.
     std::copy(words_.begin() + static_cast<long>(site->details), words_.begin() + static_cast<long>(site->details + words),
               words_.begin() + static_cast<long>(end));
-    site->details = end;
+    site->details = static_cast<uint32_t>(end);
     end += words;
   }
   words_.resize(end);
@@ -218,8 +226,8 @@ SiteSummary SiteCaptures::summary(const RunState& state, const CapturedSite& sit
     summary.threads.push_back({named.thread, named.name, named.tid, bytes, blocks});
   };
   if (site.sole) {
-    add_thread(site.sole_thread, site.live_bytes, site.live_blocks);
-    summary.tasks.push_back({task_names_[site.sole_task], site.live_bytes, site.live_blocks});
+    add_thread(site.threads, site.live_bytes, site.live_blocks);
+    summary.tasks.push_back({task_names_[site.tasks], site.live_bytes, site.live_blocks});
   } else {
     const uint64_t* word = words_.data() + site.details;
     for (uint32_t i = 0; i < site.threads; ++i, word += 3) {

@@ -19,19 +19,19 @@
 
 namespace leakscope::report {
 
-// CapturedSite: one site at one snapshot. Its details lie in the SiteCaptures that made it, from
-// `details` on: its thread shares, then its task shares (3 words each: owner, bytes, blocks;
-// none when `sole`), its births (2 words each: birth time, bytes), then, with `lifetimes`, its
-// freed bytes by lifetime (kLifetimeBuckets words).
+// CapturedSite: one site at one snapshot, in 64 bytes. Its details lie in the SiteCaptures that
+// made it, from `details` on: its thread shares, then its task shares (3 words each: owner, bytes,
+// blocks; none when `sole`), its births (2 words each: birth time, bytes), then, with `lifetimes`,
+// its freed bytes by lifetime (kLifetimeBuckets words).
 struct CapturedSite {
-  uint32_t site = 0;     // id in the RunState
-  uint32_t threads = 0;  // thread shares, largest first
-  uint32_t tasks = 0;    // task shares, largest first
-  // With `sole`: the one thread (an owner of the SiteCaptures) and the one task name that hold all
-  // of its bytes and blocks, as most sites have; they are not in the arena.
-  uint32_t sole_thread = 0;
-  uint32_t sole_task = 0;
-  uint16_t births = 0;  // nonzero bins of live bytes by birth time, oldest first
+  uint32_t site = 0;  // id in the RunState
+  // Its thread and task shares, largest first. With `sole`, one thread and one task hold all of its
+  // bytes and blocks, as most sites have: these are then that thread's owner and that task's name
+  // in the SiteCaptures, and the arena holds no shares.
+  uint32_t threads = 0;
+  uint32_t tasks = 0;
+  uint32_t details = 0;  // offset in the arena, in words
+  uint16_t births = 0;   // nonzero bins of live bytes by birth time, oldest first
   bool sole = false;
   bool lifetimes = false;     // something was freed: its lifetime buckets are in the arena
   bool from_earlier = false;  // taken from a snapshot before a main-return mark (judged_state.h)
@@ -40,7 +40,6 @@ struct CapturedSite {
   uint64_t allocations = 0;            // blocks allocated so far, freed or not
   uint64_t temporary_allocations = 0;  // blocks freed in the epoch they were born in
   double taken_s = 0;                  // the time of the snapshot it was taken from
-  uint64_t details = 0;                // offset in the arena
 };
 
 // TriplesBySite: the triples of each site of a RunState, indexed once per snapshot that is
@@ -97,6 +96,8 @@ class SiteCaptures {
   uint32_t thread_owner(const RunState& state, uint32_t thread);
   uint32_t task_name(const RunState& state, uint32_t task);
   static size_t detail_words(const CapturedSite& site);
+  // append_words() makes room for `words` more at the arena's end and returns where they begin.
+  uint32_t append_words(size_t words);
 
   std::vector<uint64_t> words_;
   size_t released_words_ = 0;
@@ -113,7 +114,7 @@ class SiteCaptures {
 template <typename Visit>
 void SiteCaptures::for_each_thread(const CapturedSite& site, Visit&& visit) const {
   if (site.sole) {
-    visit(owners_[site.sole_thread].thread, site.live_bytes, site.live_blocks);
+    visit(owners_[site.threads].thread, site.live_bytes, site.live_blocks);
     return;
   }
   const uint64_t* word = words_.data() + site.details;
@@ -125,7 +126,7 @@ void SiteCaptures::for_each_thread(const CapturedSite& site, Visit&& visit) cons
 template <typename Visit>
 void SiteCaptures::for_each_task(const CapturedSite& site, Visit&& visit) const {
   if (site.sole) {
-    visit(task_names_[site.sole_task], site.live_bytes, site.live_blocks);
+    visit(task_names_[site.tasks], site.live_bytes, site.live_blocks);
     return;
   }
   const uint64_t* word = words_.data() + site.details + 3 * site.threads;

@@ -1,4 +1,6 @@
 // leakscope: run a program under the preload and read what it recorded. See docs/cli.md.
+#include <malloc.h>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -21,6 +23,11 @@ int fail(ExitCode code, const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace leakscope::cli;
+  // Reading a stream makes and lets go of tables of a few hundred thousand entries (its triples,
+  // once taken, give way to the sites' records): blocks from 256 KiB up are mapped and unmapped,
+  // so that what is let go goes back to the system. glibc would otherwise raise this threshold
+  // as such blocks are freed, up to 32 MiB, and keep what is freed below it.
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   // Everything after "--" is the command of `run`, passed untouched.
   std::vector<std::string> command;
   int own_argc = argc;
