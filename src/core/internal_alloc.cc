@@ -13,6 +13,12 @@ constexpr size_t kMinClassShift = 4;   // 16 bytes
 constexpr size_t kMaxClassShift = 11;  // 2 KiB
 constexpr size_t kClassCount = kMaxClassShift - kMinClassShift + 1;
 constexpr size_t kChunkSize = 64 * 1024;
+// Large blocks given back are kept mapped, up to these limits, for the next request of the same
+// size: the writer asks for the same scratch sizes at every snapshot, and a dlopen's walk of the
+// loader's list for the same again. Unmapping them each time costs the program's threads a TLB
+// shootdown and the mmap lock, and every reuse of a fresh mapping two page faults a page.
+constexpr int kKeptMappings = 32;
+constexpr size_t kKeptBytesLimit = size_t{8} << 20;
 
 struct FreeBlock {
   FreeBlock* next;
@@ -24,9 +30,16 @@ struct Chunk {
   char* end = nullptr;
 };
 
+struct KeptMapping {
+  void* memory;
+  size_t size;
+};
+
 struct Allocator {
   SpinLock lock;
   FreeBlock* free_lists[kClassCount] = {};
+  KeptMapping kept[kKeptMappings] = {};
+  size_t kept_bytes = 0;
   Chunk classes;    // blocks of the size classes
   Chunk permanent;  // internal_alloc_permanent()
   std::atomic<size_t> mapped_bytes{0};
@@ -73,11 +86,45 @@ void* carve(Chunk& chunk, size_t size) {
   return block;
 }
 
+// take_kept() returns a kept mapping of exactly `mapped` bytes, zeroed, or nullptr.
+void* take_kept(size_t mapped) {
+  void* memory = nullptr;
+  {
+    SpinLockGuard guard(g_allocator.lock);
+    for (KeptMapping& kept : g_allocator.kept) {
+      if (kept.memory == nullptr || kept.size != mapped) continue;
+      memory = kept.memory;
+      kept.memory = nullptr;
+      g_allocator.kept_bytes -= mapped;
+      break;
+    }
+  }
+  if (memory != nullptr) memset(memory, 0, mapped);
+  return memory;
+}
+
+// keep() holds a mapping given back for reuse; false when the limits are reached.
+bool keep(void* memory, size_t mapped) {
+  SpinLockGuard guard(g_allocator.lock);
+  if (g_allocator.kept_bytes + mapped > kKeptBytesLimit) return false;
+  for (KeptMapping& kept : g_allocator.kept) {
+    if (kept.memory != nullptr) continue;
+    kept = KeptMapping{memory, mapped};
+    g_allocator.kept_bytes += mapped;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void* internal_alloc(size_t size) {
   if (size == 0) size = 1;
-  if (size > (size_t{1} << kMaxClassShift)) return map_counted(round_to_pages(size));
+  if (size > (size_t{1} << kMaxClassShift)) {
+    size_t mapped = round_to_pages(size);
+    void* kept = take_kept(mapped);
+    return kept != nullptr ? kept : map_counted(mapped);
+  }
 
   size_t index = class_index(size);
   size_t block_size = size_t{1} << (index + kMinClassShift);
@@ -103,6 +150,7 @@ void internal_free(void* pointer, size_t size) {
   if (size == 0) size = 1;
   if (size > (size_t{1} << kMaxClassShift)) {
     size_t mapped = round_to_pages(size);
+    if (keep(pointer, mapped)) return;
     sys::unmap(pointer, mapped);
     g_allocator.mapped_bytes.fetch_sub(mapped, std::memory_order_relaxed);
     return;

@@ -14,14 +14,14 @@
 namespace leakscope::internal {
 namespace {
 
-// A module as seen by one walk of the loader's list, copied out while the loader held it.
-struct SeenModule {
-  ModuleRecord record;
-  char path[4096];
-};
-
+// The modules seen by one walk of the loader's list, copied out while the loader held it: their
+// records, and their paths one after another (a path's pointer is set once the walk is done, as
+// the buffer may move while it grows). Two arrays, not one allocation per module: a walk runs at
+// every dlopen, and a process that imports torch has hundreds of modules.
 struct Walk {
-  InternalArray<SeenModule*> seen;
+  InternalArray<ModuleRecord> seen;
+  InternalArray<uint32_t> path_offsets;
+  InternalArray<char> paths;
   uint64_t generation;  // dlpi_adds + dlpi_subs at the walk
   uint64_t skip_if_generation;
   bool first;
@@ -63,29 +63,33 @@ int collect(struct dl_phdr_info* info, size_t size, void* data) {
       if (walk->generation == walk->skip_if_generation) return 1;
     }
   }
-  auto* seen = static_cast<SeenModule*>(internal_alloc(sizeof(SeenModule)));
-  if (seen == nullptr || !walk->seen.push_back(seen)) {
-    walk->out_of_memory = true;
-    return 1;
-  }
+  char path[4096];
   const char* name = info->dlpi_name;
+  size_t length = 0;
   if (name == nullptr || name[0] == '\0') {
     // The main program has no name in the loader's list.
-    if (sys::read_link("/proc/self/exe", seen->path, sizeof(seen->path)) < 0) seen->path[0] = '\0';
+    long read = sys::read_link("/proc/self/exe", path, sizeof(path));
+    length = read > 0 ? static_cast<size_t>(read) : 0;
   } else {
     // A library dlopen'd by a relative path keeps it as its name; the symbolizer needs where it
     // is, which the working directory says now. A name without a slash is no file (the vdso).
-    size_t prefix = 0;
     if (name[0] != '/' && strchr(name, '/') != nullptr) {
-      long cwd = sys::current_directory(seen->path, sizeof(seen->path) - 2);
-      if (cwd > 0 && seen->path[cwd - 1] != '/') seen->path[cwd++] = '/';
-      prefix = cwd > 0 ? static_cast<size_t>(cwd) : 0;
+      long cwd = sys::current_directory(path, sizeof(path) - 2);
+      if (cwd > 0 && path[cwd - 1] != '/') path[cwd++] = '/';
+      length = cwd > 0 ? static_cast<size_t>(cwd) : 0;
     }
-    size_t length = strnlen(name, sizeof(seen->path) - 1 - prefix);
-    memcpy(seen->path + prefix, name, length);
-    seen->path[prefix + length] = '\0';
+    size_t name_length = strnlen(name, sizeof(path) - 1 - length);
+    memcpy(path + length, name, name_length);
+    length += name_length;
   }
-  ModuleRecord& record = seen->record;
+  size_t offset = walk->paths.size();
+  ModuleRecord record{};
+  if (!walk->paths.resize(offset + length + 1) || !walk->path_offsets.push_back(static_cast<uint32_t>(offset))) {
+    walk->out_of_memory = true;
+    return 1;
+  }
+  memcpy(&walk->paths[offset], path, length);
+  record.path_length = static_cast<uint32_t>(length);
   record.base = info->dlpi_addr;
   for (int i = 0; i < info->dlpi_phnum && record.segment_count < kMaxModuleSegments; ++i) {
     const ElfW(Phdr)& header = info->dlpi_phdr[i];
@@ -93,13 +97,17 @@ int collect(struct dl_phdr_info* info, size_t size, void* data) {
     record.segments[record.segment_count++] = {header.p_vaddr, header.p_memsz, header.p_offset, header.p_flags};
   }
   read_build_id(info, &record);
+  if (!walk->seen.push_back(record)) {
+    walk->out_of_memory = true;
+    return 1;
+  }
   return 0;
 }
 
-bool same_module(const ModuleRecord& known, const SeenModule& seen) {
-  return known.base == seen.record.base && strcmp(known.path, seen.path) == 0 &&
-         known.build_id_length == seen.record.build_id_length &&
-         memcmp(known.build_id, seen.record.build_id, known.build_id_length) == 0;
+bool same_module(const ModuleRecord& known, const ModuleRecord& seen) {
+  return known.base == seen.base && known.path_length == seen.path_length &&
+         memcmp(known.path, seen.path, known.path_length) == 0 && known.build_id_length == seen.build_id_length &&
+         memcmp(known.build_id, seen.build_id, known.build_id_length) == 0;
 }
 
 void merge(Walk& walk, Epoch now) {
@@ -112,7 +120,7 @@ void merge(Walk& walk, Epoch now) {
     ModuleRecord* known = g_modules[k];
     if (known->unloaded) continue;
     bool present = false;
-    for (size_t s = 0; s < walk.seen.size() && !present; ++s) present = same_module(*known, *walk.seen[s]);
+    for (size_t s = 0; s < walk.seen.size() && !present; ++s) present = same_module(*known, walk.seen[s]);
     if (!present) {
       known->unloaded = true;
       known->unload_ns = now_ns;
@@ -120,21 +128,19 @@ void merge(Walk& walk, Epoch now) {
     }
   }
   for (size_t s = 0; s < walk.seen.size(); ++s) {
-    SeenModule& seen = *walk.seen[s];
+    const ModuleRecord& seen = walk.seen[s];
     bool known_already = false;
     for (uint32_t k = 0; k < known_count && !known_already; ++k) {
       known_already = !g_modules[k]->unloaded && same_module(*g_modules[k], seen);
     }
     if (known_already) continue;
     auto* record = static_cast<ModuleRecord*>(internal_alloc(sizeof(ModuleRecord)));
-    size_t path_length = strlen(seen.path);
-    auto* path = static_cast<char*>(internal_alloc(path_length + 1));
+    auto* path = static_cast<char*>(internal_alloc(seen.path_length + 1));
     if (record == nullptr || path == nullptr) return;
-    memcpy(path, seen.path, path_length + 1);
-    *record = seen.record;
+    memcpy(path, seen.path, seen.path_length + 1);
+    *record = seen;
     record->id = static_cast<uint32_t>(g_modules.size());
     record->path = path;
-    record->path_length = static_cast<uint32_t>(path_length);
     record->load_ns = now_ns;
     record->load_epoch = now;
     if (!g_modules.push_back(record)) return;
@@ -149,11 +155,13 @@ void module_map_refresh(Epoch now, bool force) {
   walk.skip_if_generation = force ? ~0ull : g_known_generation.load(std::memory_order_relaxed);
   dl_iterate_phdr(collect, &walk);
   if (!walk.out_of_memory && (walk.generation != walk.skip_if_generation || force)) {
+    for (size_t s = 0; s < walk.seen.size(); ++s) walk.seen[s].path = &walk.paths[walk.path_offsets[s]];
     merge(walk, now);
     g_known_generation.store(walk.generation, std::memory_order_relaxed);
   }
-  for (size_t s = 0; s < walk.seen.size(); ++s) internal_free(walk.seen[s], sizeof(SeenModule));
   walk.seen.release();
+  walk.path_offsets.release();
+  walk.paths.release();
 }
 
 uint32_t module_map_count() { return static_cast<uint32_t>(g_modules.size()); }
