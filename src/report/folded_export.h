@@ -5,19 +5,16 @@
 #ifndef LEAKSCOPE_REPORT_FOLDED_EXPORT_H_
 #define LEAKSCOPE_REPORT_FOLDED_EXPORT_H_
 
-#include <string>
+#include <ostream>
 
 #include "report/analysis.h"
 
 namespace leakscope::report {
 
-// flame_frame_name() is what a flame graph shows for a frame: the function without its parameters
-// (a Python frame with its file and line, as py-spy names them), with no ';' or line break.
-std::string flame_frame_name(const SymbolizedFrame& frame);
-
-// folded_stacks() is one line per distinct stack, `outermost;...;innermost BYTES`, live bytes
-// summed over the sites whose frames have the same names, sorted by stack.
-std::string folded_stacks(RunAnalysis& analysis);
+// write_folded_stacks() writes one line per distinct stack, `outermost;...;innermost BYTES`, live
+// bytes summed over the sites whose frames have the same names, sorted by stack. It holds the
+// stacks as name ids (report/flame_names.h), never a line per stack.
+void write_folded_stacks(RunAnalysis& analysis, std::ostream& out);
 
 }  // namespace leakscope::report
 

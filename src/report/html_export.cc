@@ -1,11 +1,12 @@
 #include "report/html_export.h"
 
-#include <map>
+#include <algorithm>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "report/folded_export.h"
+#include "report/flame_names.h"
 #include "report/json_text.h"
 #include "report/site_format.h"
 #include "report/units.h"
@@ -13,22 +14,61 @@
 namespace leakscope::report {
 namespace {
 
-// One frame of the flame graph, outermost at the root: live bytes of every stack through it, and
-// the part of them in leak groups.
-struct FlameNode {
-  std::string name;
-  int64_t bytes = 0;
-  int64_t leaked = 0;
-  std::map<std::string, FlameNode> children;
-};
+// The flame graph's frames, outermost at the root (node 0): live bytes of every stack through
+// each, and the part of them in leak groups. Nodes name their frame by id and find their children
+// through one map, so a graph of a million frames costs tens of bytes a frame.
+class FlameTree {
+ public:
+  FlameTree() { nodes_.push_back(Node{}); }
 
-nlohmann::json flame_json(const FlameNode& node, int64_t least) {
-  nlohmann::json children = nlohmann::json::array();
-  for (const auto& [name, child] : node.children) {
-    if (child.bytes >= least) children.push_back(flame_json(child, least));
+  void add(const std::vector<uint32_t>& names, int64_t bytes, int64_t leaked) {
+    uint32_t node = 0;
+    count(node, bytes, leaked);
+    for (uint32_t name : names) {
+      auto [found, inserted] = children_.emplace(uint64_t{node} << 32 | name, static_cast<uint32_t>(nodes_.size()));
+      if (inserted) {
+        nodes_.push_back(Node{name, 0, 0, 0, nodes_[node].first_child});
+        nodes_[node].first_child = found->second;
+      }
+      node = found->second;
+      count(node, bytes, leaked);
+    }
   }
-  return {{"n", node.name}, {"v", node.bytes}, {"l", node.leaked}, {"c", children}};
-}
+
+  int64_t bytes() const { return nodes_[0].bytes; }
+
+  // json() is the graph from the root down, the frames holding fewer than `least` bytes left out
+  // (their bytes stay in their caller's figure); children in their names' order.
+  nlohmann::json json(const FlameNames& names, int64_t least) const { return json_of(0, "all", names, least); }
+
+ private:
+  struct Node {
+    uint32_t name = 0;
+    int64_t bytes = 0;
+    int64_t leaked = 0;
+    uint32_t first_child = 0;  // 0: none (the root is no one's child)
+    uint32_t next_sibling = 0;
+  };
+
+  void count(uint32_t node, int64_t bytes, int64_t leaked) {
+    nodes_[node].bytes += bytes;
+    nodes_[node].leaked += leaked;
+  }
+
+  nlohmann::json json_of(uint32_t node, const std::string& name, const FlameNames& names, int64_t least) const {
+    std::vector<uint32_t> shown;
+    for (uint32_t child = nodes_[node].first_child; child != 0; child = nodes_[child].next_sibling) {
+      if (nodes_[child].bytes >= least) shown.push_back(child);
+    }
+    std::sort(shown.begin(), shown.end(), [&](uint32_t a, uint32_t b) { return names.name(nodes_[a].name) < names.name(nodes_[b].name); });
+    nlohmann::json children = nlohmann::json::array();
+    for (uint32_t child : shown) children.push_back(json_of(child, names.name(nodes_[child].name), names, least));
+    return {{"n", name}, {"v", nodes_[node].bytes}, {"l", nodes_[node].leaked}, {"c", children}};
+  }
+
+  std::vector<Node> nodes_;
+  std::unordered_map<uint64_t, uint32_t> children_;  // by parent << 32 | name
+};
 
 std::string html_escaped(const std::string& text) {
   std::string out;
@@ -151,24 +191,16 @@ drawFlame(D.flame, []);
 
 }  // namespace
 
-std::string html_report(RunAnalysis& analysis, size_t top) {
-  FlameNode root;
-  root.name = "all";
+void write_html_report(RunAnalysis& analysis, std::ostream& out, size_t top) {
+  FlameNames names;
+  FlameTree flame;
+  std::vector<uint32_t> stack;
   for (const SiteReport& site : analysis.sites) {
     int64_t bytes = analysis.capture_of(site).live_bytes;
     if (bytes <= 0) continue;
     bool leak = analysis.groups[site.group].verdict == Verdict::kLeak;
-    std::vector<const SymbolizedFrame*> frames = analysis.symbolizer->frames(analysis.stack_of(site));
-    FlameNode* node = &root;
-    node->bytes += bytes;
-    node->leaked += leak ? bytes : 0;
-    for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {
-      std::string name = flame_frame_name(**frame);
-      node = &node->children[name];
-      node->name = name;
-      node->bytes += bytes;
-      node->leaked += leak ? bytes : 0;
-    }
+    names.stack(analysis.symbolizer->frames(analysis.stack_of(site)), &stack);
+    flame.add(stack, bytes, leak ? bytes : 0);
   }
   nlohmann::json data;
   const ProcessInfo& process = analysis.state.process();
@@ -176,8 +208,8 @@ std::string html_report(RunAnalysis& analysis, size_t top) {
                  {"pid", process.pid},
                  {"judged", fmt::format("judged at snapshot {} of {}, {} into the run ({}); live {}", analysis.at.index,
                                         analysis.at.count, format_seconds(analysis.judged.time_ns), analysis.at.why,
-                                        format_bytes(root.bytes))}};
-  data["flame"] = flame_json(root, std::max<int64_t>(1, root.bytes / 2000));
+                                        format_bytes(flame.bytes()))}};
+  data["flame"] = flame.json(names, std::max<int64_t>(1, flame.bytes() / 2000));
   nlohmann::json rss = nlohmann::json::array(), tracked = nlohmann::json::array();
   for (const ProcessSample& sample : analysis.residency) {
     rss.push_back({sample.time_s, sample.rss_bytes});
@@ -215,7 +247,7 @@ std::string html_report(RunAnalysis& analysis, size_t top) {
       escaped += json[i];
     }
   }
-  return fmt::format("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>leakscope: {} (pid {})</title></head><body>\n"
+  out << fmt::format("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>leakscope: {} (pid {})</title></head><body>\n"
                      "<script type=\"application/json\" id=\"data\">{}</script>\n{}</body></html>\n",
                      html_escaped(process.exe), process.pid, escaped, kPage);
 }

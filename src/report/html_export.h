@@ -6,16 +6,17 @@
 #ifndef LEAKSCOPE_REPORT_HTML_EXPORT_H_
 #define LEAKSCOPE_REPORT_HTML_EXPORT_H_
 
+#include <ostream>
 #include <string>
 
 #include "report/analysis.h"
 
 namespace leakscope::report {
 
-// html_report() is the page. The flame graph keeps the frames holding at least 1/2000 of the live
+// write_html_report() writes the page. The flame graph keeps the frames holding at least 1/2000 of the live
 // bytes (the rest stay in their caller's figure); the chart and the table show the `top` groups
 // by the report's order (leaks first).
-std::string html_report(RunAnalysis& analysis, size_t top = 20);
+void write_html_report(RunAnalysis& analysis, std::ostream& out, size_t top = 20);
 
 }  // namespace leakscope::report
 

@@ -1,8 +1,9 @@
 #include "report/pprof_export.h"
 
-#include <zlib.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/gzip_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 
-#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -26,40 +27,50 @@ std::string hex(const std::string& bytes) {
   return out;
 }
 
-class ProfileBuilder {
+// ProfileWriter writes the profile as a run of Profile messages, which a reader takes as one (the
+// wire format appends repeated fields): the header, then each sample on its own as it is made, then
+// the tables the samples point into. What it holds is those tables, bounded by the distinct frames
+// and modules, never the samples.
+class ProfileWriter {
  public:
-  explicit ProfileBuilder(RunAnalysis& analysis) : analysis_(analysis) { string_id(""); }
+  ProfileWriter(RunAnalysis& analysis, google::protobuf::io::CodedOutputStream* out) : analysis_(analysis), out_(out) {
+    string_id("");
+  }
 
-  perftools::profiles::Profile build() {
+  void write() {
+    perftools::profiles::Profile chunk;
     for (const char* type : {"inuse_objects", "inuse_space", "leaked_space"}) {
-      auto* sample_type = profile_.add_sample_type();
+      auto* sample_type = chunk.add_sample_type();
       sample_type->set_type(string_id(type));
       sample_type->set_unit(string_id(std::string(type) == "inuse_objects" ? "count" : "bytes"));
     }
-    profile_.set_default_sample_type(string_id("inuse_space"));
-    profile_.mutable_period_type()->set_type(string_id("space"));
-    profile_.mutable_period_type()->set_unit(string_id("bytes"));
+    chunk.set_default_sample_type(string_id("inuse_space"));
+    chunk.mutable_period_type()->set_type(string_id("space"));
+    chunk.mutable_period_type()->set_unit(string_id("bytes"));
     uint64_t interval = analysis_.state.process().sample_interval;
-    profile_.set_period(static_cast<int64_t>(interval == 0 ? 1 : interval));
-    profile_.set_time_nanos(static_cast<int64_t>(analysis_.judged.realtime_ns));
-    profile_.set_duration_nanos(static_cast<int64_t>(analysis_.judged.time_ns));
-    profile_.add_comment(string_id(fmt::format("leakscope: {} (pid {}), judged at snapshot {}", analysis_.state.process().exe,
-                                               analysis_.state.process().pid, analysis_.at.index)));
+    chunk.set_period(static_cast<int64_t>(interval == 0 ? 1 : interval));
+    chunk.set_time_nanos(static_cast<int64_t>(analysis_.judged.realtime_ns));
+    chunk.set_duration_nanos(static_cast<int64_t>(analysis_.judged.time_ns));
+    chunk.add_comment(string_id(fmt::format("leakscope: {} (pid {}), judged at snapshot {}", analysis_.state.process().exe,
+                                            analysis_.state.process().pid, analysis_.at.index)));
+    chunk.SerializeToCodedStream(out_);
     for (const SiteReport& site : analysis_.sites) {
       const CapturedSite& taken = analysis_.capture_of(site);
       if (taken.live_bytes <= 0 && taken.live_blocks <= 0) continue;
       const GroupReport& group = analysis_.groups[site.group];
       bool leak = group.verdict == Verdict::kLeak;
-      auto* sample = profile_.add_sample();
+      chunk.Clear();
+      auto* sample = chunk.add_sample();
       add_locations(analysis_.symbolizer->frames(analysis_.stack_of(site)), sample);
       sample->add_value(taken.live_blocks);
       sample->add_value(taken.live_bytes);
       sample->add_value(leak ? taken.live_bytes : 0);
       add_label(sample, "domain", domain_name(analysis_.domain_of(site)));
       add_label(sample, "verdict", verdict_name(group.verdict));
+      chunk.SerializeToCodedStream(out_);
     }
-    for (const std::string& text : strings_) profile_.add_string_table(text);
-    return std::move(profile_);
+    for (const std::string& text : strings_) tables_.add_string_table(text);
+    tables_.SerializeToCodedStream(out_);
   }
 
  private:
@@ -80,8 +91,8 @@ class ProfileBuilder {
     std::string key = name + '\0' + frame.file;
     auto found = function_ids_.find(key);
     if (found != function_ids_.end()) return found->second;
-    auto* function = profile_.add_function();
-    function->set_id(static_cast<uint64_t>(profile_.function_size()));
+    auto* function = tables_.add_function();
+    function->set_id(static_cast<uint64_t>(tables_.function_size()));
     function->set_name(string_id(name));
     function->set_system_name(string_id(name));
     function->set_filename(string_id(frame.file));
@@ -96,8 +107,8 @@ class ProfileBuilder {
     if (path.empty() || !frame.language.empty() || internal::is_startup_marker(frame.address)) return 0;
     auto found = mapping_ids_.find(path);
     if (found != mapping_ids_.end()) return found->second;
-    auto* mapping = profile_.add_mapping();
-    mapping->set_id(static_cast<uint64_t>(profile_.mapping_size()));
+    auto* mapping = tables_.add_mapping();
+    mapping->set_id(static_cast<uint64_t>(tables_.mapping_size()));
     mapping->set_filename(string_id(path));
     for (const Module& module : analysis_.state.modules()) {
       if (module.path != path) continue;
@@ -128,8 +139,8 @@ class ProfileBuilder {
       uint64_t address = frames[i]->address;
       auto found = location_ids_.find(address);
       if (found == location_ids_.end()) {
-        auto* location = profile_.add_location();
-        location->set_id(static_cast<uint64_t>(profile_.location_size()));
+        auto* location = tables_.add_location();
+        location->set_id(static_cast<uint64_t>(tables_.location_size()));
         location->set_mapping_id(mapping_id(*frames[i]));
         if (location->mapping_id() != 0) location->set_address(address);
         for (size_t f = begin; f <= i; ++f) {
@@ -145,7 +156,8 @@ class ProfileBuilder {
   }
 
   RunAnalysis& analysis_;
-  perftools::profiles::Profile profile_;
+  google::protobuf::io::CodedOutputStream* out_;
+  perftools::profiles::Profile tables_;  // mappings, locations, functions, then the strings
   std::vector<std::string> strings_;
   std::unordered_map<std::string, int64_t> string_ids_;
   std::unordered_map<std::string, uint64_t> function_ids_;
@@ -155,26 +167,16 @@ class ProfileBuilder {
 
 }  // namespace
 
-std::string pprof_profile(RunAnalysis& analysis) {
-  std::string bytes;
-  ProfileBuilder(analysis).build().SerializeToString(&bytes);
-  return bytes;
-}
-
-std::string pprof_gzipped(RunAnalysis& analysis) {
-  std::string bytes = pprof_profile(analysis);
-  z_stream stream{};
-  // 15 + 16: a gzip header and trailer around the deflate data.
-  deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&stream, bytes.size()), '\0');
-  stream.next_in = reinterpret_cast<Bytef*>(bytes.data());
-  stream.avail_in = static_cast<uInt>(bytes.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  deflate(&stream, Z_FINISH);
-  out.resize(stream.total_out);
-  deflateEnd(&stream);
-  return out;
+void write_pprof_gzipped(RunAnalysis& analysis, std::ostream& out) {
+  google::protobuf::io::OstreamOutputStream file(&out);
+  google::protobuf::io::GzipOutputStream::Options options;
+  options.format = google::protobuf::io::GzipOutputStream::GZIP;
+  google::protobuf::io::GzipOutputStream gzipped(&file, options);
+  {
+    google::protobuf::io::CodedOutputStream coded(&gzipped);
+    ProfileWriter(analysis, &coded).write();
+  }
+  gzipped.Close();
 }
 
 }  // namespace leakscope::report

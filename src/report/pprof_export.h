@@ -6,20 +6,19 @@
 #ifndef LEAKSCOPE_REPORT_PPROF_EXPORT_H_
 #define LEAKSCOPE_REPORT_PPROF_EXPORT_H_
 
+#include <ostream>
 #include <string>
 
 #include "report/analysis.h"
 
 namespace leakscope::report {
 
-// pprof_profile() is the profile, serialized and not yet compressed: one sample per live site
-// with its frames as locations (inlined calls as lines of one location, Python frames as
-// functions of their file), values inuse_objects, inuse_space and leaked_space (the site's bytes
-// when its group is a leak), labels domain and verdict; modules as mappings with build-ids.
-std::string pprof_profile(RunAnalysis& analysis);
-
-// pprof_gzipped() is pprof_profile() compressed with gzip, as pprof readers take it.
-std::string pprof_gzipped(RunAnalysis& analysis);
+// write_pprof_gzipped() writes the profile, compressed with gzip as pprof readers take it: one
+// sample per live site with its frames as locations (inlined calls as lines of one location,
+// Python frames as functions of their file), values inuse_objects, inuse_space and leaked_space
+// (the site's bytes when its group is a leak), labels domain and verdict; modules as mappings with
+// build-ids. Samples are written as they are made: its memory is that of the distinct frames.
+void write_pprof_gzipped(RunAnalysis& analysis, std::ostream& out);
 
 }  // namespace leakscope::report
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -30,24 +31,39 @@ bool writable(const std::string& path) {
   return !std::filesystem::exists(file, error) || (std::filesystem::is_regular_file(file, error) && access(path.c_str(), W_OK) == 0);
 }
 
-// write_whole() writes `text` to `path` through a file beside it, renamed into place once
-// complete, so that a failed export leaves no empty or partial file.
-bool write_whole(const std::string& path, const std::string& text) {
-  std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial, std::ios::trunc | std::ios::binary);
-    out << text;
-    if (!out.flush()) {
-      std::remove(partial.c_str());
-      return false;
-    }
+// An output written beside its path and renamed into place once every output is complete, so
+// that a failed export leaves no empty or partial file. Each is written as it is made: an export
+// of a million sites never holds its whole text.
+class PartialFile {
+ public:
+  explicit PartialFile(std::string path) : path_(std::move(path)), partial_(path_ + ".partial") {}
+  ~PartialFile() {
+    if (!placed_) std::remove(partial_.c_str());
   }
-  if (std::rename(partial.c_str(), path.c_str()) != 0) {
-    std::remove(partial.c_str());
-    return false;
+  PartialFile(const PartialFile&) = delete;
+  PartialFile& operator=(const PartialFile&) = delete;
+
+  // write() makes the file with `make`; false when it could not be written whole.
+  template <typename Make>
+  bool write(Make make) {
+    std::ofstream out(partial_, std::ios::trunc | std::ios::binary);
+    if (!out) return false;
+    make(out);
+    return static_cast<bool>(out.flush());
   }
-  return true;
-}
+
+  bool place() {
+    placed_ = std::rename(partial_.c_str(), path_.c_str()) == 0;
+    return placed_;
+  }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::string partial_;
+  bool placed_ = false;
+};
 
 }  // namespace
 
@@ -73,13 +89,18 @@ int export_command(const ExportOptions& options) {
   }
   try {
     std::unique_ptr<report::RunAnalysis> analysis = report::analyze_run(options.file, analysis_options);
-    // Every output is made before any is written: an error leaves none half done.
-    std::vector<std::pair<std::string, std::string>> made;
-    if (!options.pprof.empty()) made.emplace_back(options.pprof, report::pprof_gzipped(*analysis));
-    if (!options.folded.empty()) made.emplace_back(options.folded, report::folded_stacks(*analysis));
-    if (!options.html.empty()) made.emplace_back(options.html, report::html_report(*analysis));
-    for (const auto& [path, text] : made) {
-      if (!write_whole(path, text)) return fail(kOutputError, fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+    // Every output is made before any is put in place: an error leaves none half done.
+    std::vector<std::unique_ptr<PartialFile>> made;
+    auto make = [&](const std::string& path, auto write) {
+      made.push_back(std::make_unique<PartialFile>(path));
+      return made.back()->write(write);
+    };
+    bool written = (options.pprof.empty() || make(options.pprof, [&](std::ostream& out) { report::write_pprof_gzipped(*analysis, out); })) &&
+                   (options.folded.empty() || make(options.folded, [&](std::ostream& out) { report::write_folded_stacks(*analysis, out); })) &&
+                   (options.html.empty() || make(options.html, [&](std::ostream& out) { report::write_html_report(*analysis, out); }));
+    if (!written) return fail(kOutputError, fmt::format("cannot write '{}': {}", made.back()->path(), std::strerror(errno)));
+    for (const auto& file : made) {
+      if (!file->place()) return fail(kOutputError, fmt::format("cannot write '{}': {}", file->path(), std::strerror(errno)));
     }
     return kOk;
   } catch (const report::StreamError& error) {
