@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "report/frame_names.h"
 #include "report/site_format.h"
 #include "report/units.h"
 
@@ -20,17 +21,33 @@ struct Side {
   size_t largest = SIZE_MAX;  // in the run's sites
 };
 
-std::map<std::string, Side> by_signature(const RunAnalysis& run) {
-  std::map<std::string, Side> sides;
+// A site's signature (site_format.h) as name ids: its domain, then its frames innermost first.
+using Signature = std::vector<uint32_t>;
+using Sides = std::unordered_map<Signature, Side, StackHash>;
+
+Sides by_signature(const RunAnalysis& run, FrameNames& names) {
+  Sides sides;
+  Signature signature;
   for (size_t i = 0; i < run.sites.size(); ++i) {
     const CapturedSite& site = run.capture_of(run.sites[i]);
     const Site& of_state = run.state.sites()[site.site];
-    Side& side = sides[site_signature(of_state.domain, of_state.stack, *run.symbolizer)];
+    signature.assign(1, names.intern(domain_name(of_state.domain)));
+    for (const SymbolizedFrame* frame : run.symbolizer->frames(of_state.stack)) signature.push_back(names.id(*frame));
+    Side& side = sides[signature];
     side.bytes += site.live_bytes;
     side.blocks += site.live_blocks;
     if (side.largest == SIZE_MAX || site.live_bytes > run.capture_of(run.sites[side.largest]).live_bytes) side.largest = i;
   }
   return sides;
+}
+
+// in_text_order() is the entries of `sides`, ordered as their signatures' texts.
+std::vector<const Sides::value_type*> in_text_order(const Sides& sides, const FrameNames& names) {
+  std::vector<const Sides::value_type*> ordered;
+  ordered.reserve(sides.size());
+  for (const auto& entry : sides) ordered.push_back(&entry);
+  std::sort(ordered.begin(), ordered.end(), [&](const auto* a, const auto* b) { return names.text_less(a->first, b->first); });
+  return ordered;
 }
 
 std::string verdict_or_dash(const std::optional<Verdict>& verdict) {
@@ -60,7 +77,8 @@ RunHeader header_of(const RunAnalysis& run) { return {run.state, run.at, run.jud
 }  // namespace
 
 std::vector<DiffRow> diff_rows(const RunAnalysis& before, const RunAnalysis& after) {
-  std::map<std::string, Side> old_sites = by_signature(before), new_sites = by_signature(after);
+  FrameNames names(signature_frame_name, '|');
+  Sides old_sites = by_signature(before, names), new_sites = by_signature(after, names);
   std::vector<DiffRow> rows;
   auto add = [&](const Side* old_side, const Side* new_side) {
     DiffRow row;
@@ -85,12 +103,12 @@ std::vector<DiffRow> diff_rows(const RunAnalysis& before, const RunAnalysis& aft
     else row.status = "unchanged";
     rows.push_back(row);
   };
-  for (const auto& [signature, side] : old_sites) {
-    auto match = new_sites.find(signature);
-    add(&side, match == new_sites.end() ? nullptr : &match->second);
+  for (const auto* old_site : in_text_order(old_sites, names)) {
+    auto match = new_sites.find(old_site->first);
+    add(&old_site->second, match == new_sites.end() ? nullptr : &match->second);
   }
-  for (const auto& [signature, side] : new_sites) {
-    if (old_sites.count(signature) == 0) add(nullptr, &side);
+  for (const auto* new_site : in_text_order(new_sites, names)) {
+    if (old_sites.count(new_site->first) == 0) add(nullptr, &new_site->second);
   }
   std::stable_sort(rows.begin(), rows.end(), [](const DiffRow& a, const DiffRow& b) {
     return std::llabs(a.after_bytes - a.before_bytes) > std::llabs(b.after_bytes - b.before_bytes);

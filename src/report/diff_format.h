@@ -1,8 +1,8 @@
 // File: diff_format.h
 //
 // `leakscope diff A B`: what changed between two runs, per site. Sites are matched across runs by
-// their signature (domain and symbolized frames, see site_format.h), since addresses move between
-// runs. Each row says whether the site appeared, vanished, grew, shrank or stayed, with live bytes
+// their signature (domain and, per frame, its function, or its module and offset when unknown),
+// since addresses move between runs; signatures are held as ids of interned names. Each row says whether the site appeared, vanished, grew, shrank or stayed, with live bytes
 // before and after, and its verdict in each run.
 #ifndef LEAKSCOPE_REPORT_DIFF_FORMAT_H_
 #define LEAKSCOPE_REPORT_DIFF_FORMAT_H_

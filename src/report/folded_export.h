@@ -8,12 +8,16 @@
 #include <ostream>
 
 #include "report/analysis.h"
+#include "report/frame_names.h"
 
 namespace leakscope::report {
 
+// flame_stack() is `site`'s stack as the ids of the names a flame graph shows, outermost first.
+std::vector<uint32_t> flame_stack(RunAnalysis& analysis, const SiteReport& site, FrameNames& names);
+
 // write_folded_stacks() writes one line per distinct stack, `outermost;...;innermost BYTES`, live
 // bytes summed over the sites whose frames have the same names, sorted by stack. It holds the
-// stacks as name ids (report/flame_names.h), never a line per stack.
+// stacks as name ids, never a line per stack.
 void write_folded_stacks(RunAnalysis& analysis, std::ostream& out);
 
 }  // namespace leakscope::report

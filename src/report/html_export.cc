@@ -6,7 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "report/flame_names.h"
+#include "report/folded_export.h"
+#include "report/frame_names.h"
 #include "report/json_text.h"
 #include "report/site_format.h"
 #include "report/units.h"
@@ -39,7 +40,7 @@ class FlameTree {
 
   // json() is the graph from the root down, the frames holding fewer than `least` bytes left out
   // (their bytes stay in their caller's figure); children in their names' order.
-  nlohmann::json json(const FlameNames& names, int64_t least) const { return json_of(0, "all", names, least); }
+  nlohmann::json json(const FrameNames& names, int64_t least) const { return json_of(0, "all", names, least); }
 
  private:
   struct Node {
@@ -55,7 +56,7 @@ class FlameTree {
     nodes_[node].leaked += leaked;
   }
 
-  nlohmann::json json_of(uint32_t node, const std::string& name, const FlameNames& names, int64_t least) const {
+  nlohmann::json json_of(uint32_t node, const std::string& name, const FrameNames& names, int64_t least) const {
     std::vector<uint32_t> shown;
     for (uint32_t child = nodes_[node].first_child; child != 0; child = nodes_[child].next_sibling) {
       if (nodes_[child].bytes >= least) shown.push_back(child);
@@ -192,15 +193,13 @@ drawFlame(D.flame, []);
 }  // namespace
 
 void write_html_report(RunAnalysis& analysis, std::ostream& out, size_t top) {
-  FlameNames names;
+  FrameNames names(flame_frame_name, ';');
   FlameTree flame;
-  std::vector<uint32_t> stack;
   for (const SiteReport& site : analysis.sites) {
     int64_t bytes = analysis.capture_of(site).live_bytes;
     if (bytes <= 0) continue;
     bool leak = analysis.groups[site.group].verdict == Verdict::kLeak;
-    names.stack(analysis.symbolizer->frames(analysis.stack_of(site)), &stack);
-    flame.add(stack, bytes, leak ? bytes : 0);
+    flame.add(flame_stack(analysis, site, names), bytes, leak ? bytes : 0);
   }
   nlohmann::json data;
   const ProcessInfo& process = analysis.state.process();

@@ -314,14 +314,4 @@ std::string owners_text(const SiteSummary& site) {
   return fmt::format("threads: {} · tasks: {}", threads, tasks);
 }
 
-std::string site_signature(Domain domain, uint32_t stack, Symbolizer& symbolizer) {
-  std::string signature = domain_name(domain);
-  for (const SymbolizedFrame* frame : symbolizer.frames(stack)) {
-    signature += '|';
-    signature += frame->function.empty() ? fmt::format("{}+{:#x}", module_base_name(frame->module), frame->module_offset)
-                                         : frame->function;
-  }
-  return signature;
-}
-
 }  // namespace leakscope::report

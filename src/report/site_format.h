@@ -66,9 +66,6 @@ std::string frame_text(const SymbolizedFrame& frame, size_t width = 1000);
 // owners_text() is "threads: a (tid 1) 2 MiB, ... · tasks: request 2 MiB".
 std::string owners_text(const SiteSummary& site);
 
-// site_signature() identifies a site across runs: its domain and, per frame of its stack, the
-// function (or module and offset when unknown).
-std::string site_signature(Domain domain, uint32_t stack, Symbolizer& symbolizer);
 
 }  // namespace leakscope::report
 

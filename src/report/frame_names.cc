@@ -1,4 +1,4 @@
-#include "report/flame_names.h"
+#include "report/frame_names.h"
 
 #include <algorithm>
 #include <cstring>
@@ -58,34 +58,36 @@ std::string flame_frame_name(const SymbolizedFrame& frame) {
   return name;
 }
 
-uint32_t FlameNames::intern(std::string name) {
+std::string signature_frame_name(const SymbolizedFrame& frame) {
+  return frame.function.empty() ? fmt::format("{}+{:#x}", module_base_name(frame.module), frame.module_offset) : frame.function;
+}
+
+uint32_t FrameNames::intern(std::string name) {
   auto [found, inserted] = ids_by_name_.emplace(std::move(name), static_cast<uint32_t>(names_.size()));
   if (inserted) names_.push_back(found->first);
   return found->second;
 }
 
-void FlameNames::stack(const std::vector<const SymbolizedFrame*>& frames, std::vector<uint32_t>* names) {
-  names->clear();
-  for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {
-    auto found = ids_by_frame_.find(*frame);
-    if (found == ids_by_frame_.end()) found = ids_by_frame_.emplace(*frame, intern(flame_frame_name(**frame))).first;
-    names->push_back(found->second);
-  }
+uint32_t FrameNames::id(const SymbolizedFrame& frame) {
+  auto found = ids_by_frame_.find(&frame);
+  if (found == ids_by_frame_.end()) found = ids_by_frame_.emplace(&frame, intern(name_of_(frame))).first;
+  return found->second;
 }
 
-bool FlameNames::text_less(const uint32_t* a, size_t a_size, const uint32_t* b, size_t b_size) const {
-  for (size_t i = 0; i < a_size && i < b_size; ++i) {
+bool FrameNames::text_less(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) const {
+  auto separator = static_cast<unsigned char>(separator_);
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
     if (a[i] == b[i]) continue;  // one id, one name
     const std::string& x = names_[a[i]];
     const std::string& y = names_[b[i]];
     size_t common = std::min(x.size(), y.size());
     int order = std::memcmp(x.data(), y.data(), common);
     if (order != 0) return order < 0;
-    // One name begins the other: the shorter one's text goes on with ';', or ends there.
-    if (x.size() < y.size()) return i + 1 == a_size || ';' < static_cast<unsigned char>(y[common]);
-    return i + 1 != b_size && static_cast<unsigned char>(x[common]) < ';';
+    // One name begins the other: the shorter one's text goes on with the separator, or ends there.
+    if (x.size() < y.size()) return i + 1 == a.size() || separator < static_cast<unsigned char>(y[common]);
+    return i + 1 != b.size() && static_cast<unsigned char>(x[common]) < separator;
   }
-  return a_size < b_size;
+  return a.size() < b.size();
 }
 
 }  // namespace leakscope::report
