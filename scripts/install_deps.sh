@@ -11,7 +11,7 @@ packages=(
   libprotobuf-dev protobuf-compiler  # export --pprof (profile.proto)
   libcpp-httplib-dev   # serve, run --prometheus: the /metrics endpoint
   libgtest-dev libgmock-dev libbenchmark-dev
-  zlib1g-dev           # export --pprof's gzip; integration test: a leak inside a system library (zlib)
+  zlib1g-dev           # integration test: a leak inside a system library (zlib)
   golang-go            # integration test: go tool pprof reads the exported profile
   chromium             # integration test: the exported HTML page rendered headless
   prometheus curl      # integration test: a real Prometheus server scrapes the endpoint
