@@ -527,6 +527,13 @@ std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupRe
   return sum;
 }
 
+int64_t RunAnalysis::own_live_bytes(const SiteReport& site) const {
+  const CapturedSite& taken = capture_of(site);
+  if (site.runtime != kCachingAllocatorReserve) return taken.live_bytes;
+  auto inner = inner_bytes.find(taken.site);
+  return inner == inner_bytes.end() ? taken.live_bytes : std::max<int64_t>(0, taken.live_bytes - inner->second);
+}
+
 int64_t freed_at_exit_bytes(const RunAnalysis& analysis, const SiteReport& site) {
   if (site.from_leak_check || analysis.at.index >= analysis.state.snapshot_count()) return 0;
   const CapturedSite& taken = analysis.capture_of(site);

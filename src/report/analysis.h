@@ -162,6 +162,10 @@ struct RunAnalysis {
   const CapturedSite& capture_of(const SiteReport& site) const { return captured[site.captured]; }
   Domain domain_of(const SiteReport& site) const { return state.sites()[capture_of(site).site].domain; }
   uint32_t stack_of(const SiteReport& site) const { return state.sites()[capture_of(site).site].stack; }
+  // own_live_bytes() is `site`'s live bytes without those of the layer above that lie in it: a
+  // caching allocator's reserve counts only what no tensor holds (the tensors count at their own
+  // sites), so that totals over sites (the exports') add no byte twice.
+  int64_t own_live_bytes(const SiteReport& site) const;
 };
 
 // freed_at_exit_bytes() is what of site `site`'s bytes at the judged snapshot were gone by the end

@@ -19,7 +19,7 @@ void write_folded_stacks(RunAnalysis& analysis, std::ostream& out) {
   FrameNames names(flame_frame_name, ';');
   std::unordered_map<std::vector<uint32_t>, int64_t, StackHash> bytes_by_stack;
   for (const SiteReport& site : analysis.sites) {
-    int64_t bytes = analysis.capture_of(site).live_bytes;
+    int64_t bytes = analysis.own_live_bytes(site);
     if (bytes > 0) bytes_by_stack[flame_stack(analysis, site, names)] += bytes;
   }
   std::vector<std::pair<const std::vector<uint32_t>*, int64_t>> sorted;

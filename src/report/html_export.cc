@@ -196,7 +196,7 @@ void write_html_report(RunAnalysis& analysis, std::ostream& out, size_t top) {
   FrameNames names(flame_frame_name, ';');
   FlameTree flame;
   for (const SiteReport& site : analysis.sites) {
-    int64_t bytes = analysis.capture_of(site).live_bytes;
+    int64_t bytes = analysis.own_live_bytes(site);
     if (bytes <= 0) continue;
     bool leak = analysis.groups[site.group].verdict == Verdict::kLeak;
     flame.add(flame_stack(analysis, site, names), bytes, leak ? bytes : 0);

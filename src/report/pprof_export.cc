@@ -59,12 +59,13 @@ class ProfileWriter {
       if (taken.live_bytes <= 0 && taken.live_blocks <= 0) continue;
       const GroupReport& group = analysis_.groups[site.group];
       bool leak = group.verdict == Verdict::kLeak;
+      int64_t bytes = analysis_.own_live_bytes(site);
       chunk.Clear();
       auto* sample = chunk.add_sample();
       add_locations(analysis_.symbolizer->frames(analysis_.stack_of(site)), sample);
       sample->add_value(taken.live_blocks);
-      sample->add_value(taken.live_bytes);
-      sample->add_value(leak ? taken.live_bytes : 0);
+      sample->add_value(bytes);
+      sample->add_value(leak ? bytes : 0);
       add_label(sample, "domain", domain_name(analysis_.domain_of(site)));
       add_label(sample, "verdict", verdict_name(group.verdict));
       chunk.SerializeToCodedStream(out_);

@@ -214,6 +214,24 @@ TEST(Cuda, TensorsKeptAliveAreALeakInsideTheCachingAllocatorsReserveWhichIsNot) 
   Outcome gate = leakscope({"check", file, "--max-leaked", "1MiB"});
   EXPECT_EQ(gate.exit_code, 1);
   EXPECT_NE(gate.out.find("FAIL max-leaked: 40.00 MiB leaked"), std::string::npos) << gate.out;
+
+  // The exports count the segments' bytes once: the tensors at their sites, of the reserve only
+  // the 20 MiB no tensor holds.
+  std::string folded_file = scratch_dir() + "/keep.folded";
+  Outcome exported = leakscope({"export", file, "--at", "end", "--folded", folded_file});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  nlohmann::json end = dump(file, {"--at", "end"});
+  int64_t all_domains = 0;
+  for (const auto& [domain, bytes] : end["live_bytes_by_domain"].items()) all_domains += bytes.get<int64_t>();
+  int64_t folded_total = 0, forward_bytes = 0;
+  std::istringstream lines(read_file(folded_file));
+  for (std::string line; std::getline(lines, line);) {
+    int64_t bytes = std::stoll(line.substr(line.rfind(' ') + 1));
+    folded_total += bytes;
+    if (line.find("forward") != std::string::npos && bytes >= kMiB) forward_bytes += bytes;  // not its host bookkeeping
+  }
+  EXPECT_EQ(folded_total, all_domains - 40 * kMiB);
+  EXPECT_EQ(forward_bytes, 40 * kMiB + 20 * kMiB);
 }
 
 TEST(Cuda, AReserveThatOnlyGrowsIsTheCachingAllocatorsNotALeak) {
