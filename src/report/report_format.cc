@@ -425,7 +425,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     size_t shown = 0;
     for (const OwnerReport& owner : owners) {
       if (owner.live_bytes <= 0 || shown++ == 6) continue;
-      std::string name = owner.name.empty() ? unnamed : owner.name;
+      std::string name = owner.name.empty() ? unnamed : one_line(owner.name);
       if (owner.tid != 0 && named[owner.name] > 1) name += fmt::format(" (tid {})", owner.tid);
       line += fmt::format("{}{} {}{}", line.empty() ? "" : " · ", name, format_bytes(owner.live_bytes),
                           owner.growing ? " (" + rate(owner.growth_bytes_per_min) + ")" : "");

@@ -302,13 +302,13 @@ std::string owners_text(const SiteSummary& site) {
     // Threads that share a name (a pool's workers keep the program's) are told apart by tid.
     bool shared = std::count_if(site.threads.begin(), site.threads.end(),
                                 [&](const ThreadShare& other) { return other.name == thread.name; }) > 1;
-    std::string name = thread.name.empty() ? "?" : thread.name;
+    std::string name = thread.name.empty() ? "?" : one_line(thread.name);
     if (shared) name += fmt::format(" (tid {})", thread.tid);
     threads += fmt::format("{}{} {}", threads.empty() ? "" : ", ", name, format_bytes(thread.live_bytes));
   }
   std::string tasks;
   for (const TaskShare& task : site.tasks) {
-    tasks += fmt::format("{}{} {}", tasks.empty() ? "" : ", ", task.name.empty() ? "(no task)" : task.name,
+    tasks += fmt::format("{}{} {}", tasks.empty() ? "" : ", ", task.name.empty() ? "(no task)" : one_line(task.name),
                          format_bytes(task.live_bytes));
   }
   return fmt::format("threads: {} · tasks: {}", threads, tasks);

@@ -1,6 +1,28 @@
 #include "report/text_layout.h"
 
+#include <fmt/format.h>
+
 namespace leakscope::report {
+
+std::string one_line(const std::string& name) {
+  std::string out;
+  out.reserve(name.size());
+  for (char c : name) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      out += fmt::format("\\x{:02x}", byte);
+    }
+  }
+  return out;
+}
 
 size_t text_columns(const std::string& text) {
   size_t count = 0;
