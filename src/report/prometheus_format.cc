@@ -52,6 +52,39 @@ struct GroupSeries {
   double lost_bytes = 0, indirectly_lost_bytes = 0;
 };
 
+// write_devices() gives each device's memory series of its own: a dashboard of a multi-GPU
+// service wants the device that fills up, not the sum.
+void write_devices(const std::vector<DeviceMemory>& devices, Exposition& out) {
+  auto device_label = [](const DeviceMemory& device) {
+    return device.device < 0 ? std::string("device=\"unknown\",") : fmt::format("device=\"{}\",", device.device);
+  };
+  out.family("leakscope_device_tracked_bytes", "gauge", "Live bytes leakscope tracks on a device, by domain (c10_cuda tensors lie inside cuda segments)");
+  for (const DeviceMemory& device : devices) {
+    for (size_t d = 0; d < device.live_bytes.size(); ++d) {
+      out.sample("leakscope_device_tracked_bytes", device_label(device) + fmt::format("domain=\"{}\",", domain_name(kDeviceDomains[d])),
+                 static_cast<double>(device.live_bytes[d]));
+    }
+  }
+  out.family("leakscope_device_cached_bytes", "gauge", "Bytes of the caching allocator's segments on a device that no tensor holds: free for reuse");
+  for (const DeviceMemory& device : devices) {
+    uint64_t segments = device.live_bytes[0];  // kDeviceDomains[0] is cuda
+    out.sample("leakscope_device_cached_bytes", device_label(device),
+               static_cast<double>(device.inner_bytes != 0 && segments > device.inner_bytes ? segments - device.inner_bytes : 0));
+  }
+  out.family("leakscope_device_reserved_address_bytes", "gauge", "Device address space reserved (cuMemAddressReserve), not memory");
+  for (const DeviceMemory& device : devices) {
+    out.sample("leakscope_device_reserved_address_bytes", device_label(device), static_cast<double>(device.reserved_bytes));
+  }
+  out.family("leakscope_device_driver_used_bytes", "gauge", "Device memory in use as the driver reports it (cuMemGetInfo), every process's");
+  for (const DeviceMemory& device : devices) {
+    if (device.driver_total_bytes != 0) out.sample("leakscope_device_driver_used_bytes", device_label(device), static_cast<double>(device.driver_used_bytes));
+  }
+  out.family("leakscope_device_driver_total_bytes", "gauge", "Device memory in all, as the driver reports it (cuMemGetInfo)");
+  for (const DeviceMemory& device : devices) {
+    if (device.driver_total_bytes != 0) out.sample("leakscope_device_driver_total_bytes", device_label(device), static_cast<double>(device.driver_total_bytes));
+  }
+}
+
 }  // namespace
 
 bool valid_label_name(const std::string& name) {
@@ -123,6 +156,7 @@ std::string prometheus_metrics(RunAnalysis& analysis, const MetricsOptions& opti
     out.sample("leakscope_tracked_bytes", fmt::format("domain=\"{}\",", domain_name(static_cast<Domain>(d))),
                static_cast<double>(analysis.live_bytes_by_domain[d]));
   }
+  if (!analysis.devices.empty()) write_devices(analysis.devices, out);
   out.family("leakscope_own_memory_bytes", "gauge", "Memory leakscope itself holds in the process");
   out.sample("leakscope_own_memory_bytes", "", static_cast<double>(judged.overhead_bytes));
   out.family("leakscope_snapshots", "gauge", "Snapshots in the stream so far");

@@ -2,7 +2,8 @@
 //
 // The judged run as Prometheus metrics (the text exposition format, version 0.0.4): per group,
 // live bytes, leak rate and leak entropy labelled by function, domain and verdict; per process,
-// RSS, tracked bytes by domain and leakscope's own memory. `leakscope serve` and `run
+// RSS, tracked bytes by domain and leakscope's own memory; per device (with device tracking), its
+// tracked bytes by domain, the caching allocator's cache and the driver's figures. `leakscope serve` and `run
 // --prometheus` serve it on /metrics (docs/FORMAT.md).
 #ifndef LEAKSCOPE_REPORT_PROMETHEUS_FORMAT_H_
 #define LEAKSCOPE_REPORT_PROMETHEUS_FORMAT_H_

@@ -5,6 +5,7 @@
 // segments; another CUPTI subscriber is named once and host tracking goes on; and a program
 // without CUDA is left as it is.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <sstream>
 #include <string>
@@ -232,6 +233,20 @@ TEST(Cuda, TensorsKeptAliveAreALeakInsideTheCachingAllocatorsReserveWhichIsNot) 
   }
   EXPECT_EQ(folded_total, all_domains - 40 * kMiB);
   EXPECT_EQ(forward_bytes, 40 * kMiB + 20 * kMiB);
+
+  // Prometheus: the device's own series, what a dashboard of a GPU service watches.
+  int port = 21000 + static_cast<int>(getpid() % 9000);
+  std::string script = "\"" + std::string(LEAKSCOPE_CLI) + "\" serve " + file + " --prometheus 127.0.0.1:" +
+                       std::to_string(port) + " & serve=$!; for i in $(seq 1 40); do sleep 0.25; curl -sf http://127.0.0.1:" +
+                       std::to_string(port) + "/metrics && break; done; kill -TERM $serve; wait $serve";
+  Outcome served = run_program({"bash", "-c", script}, {}, 60);
+  ASSERT_EQ(served.exit_code, 0) << served.err;
+  for (const std::string& series : {"leakscope_device_tracked_bytes{device=\"0\",domain=\"cuda\"} 62914560\n",
+                                    "leakscope_device_tracked_bytes{device=\"0\",domain=\"c10_cuda\"} 41943040\n",
+                                    "leakscope_device_cached_bytes{device=\"0\"} 20971520\n",
+                                    "leakscope_device_driver_total_bytes{device=\"0\"} 85899345920\n"}) {
+    EXPECT_NE(served.out.find("\n" + series), std::string::npos) << series << " in\n" << served.out;
+  }
 }
 
 TEST(Cuda, AReserveThatOnlyGrowsIsTheCachingAllocatorsNotALeak) {
