@@ -63,6 +63,12 @@ for mode in keep reserve; do
   say "torch ($mode): c10_cuda $c10 vs memory_allocated $allocated; cuda $cuda vs memory_reserved $reserved; untraced ${untraced}s, traced ${traced}s"
   check "torch-$mode-c10-equals-allocated" [ "$c10" = "$allocated" ]
   check "torch-$mode-cuda-covers-reserved" [ "$cuda" -ge "$reserved" ]
+  # The folded export counts each device byte once: the tensors, and of the segments only the cache.
+  "$leakscope" export "$work/torch-$mode.lsc" --at end --folded "$work/torch-$mode.folded" 2>>"$log"
+  "$leakscope" dump --at end --format json "$work/torch-$mode.lsc" >"$work/torch-$mode-end.json" 2>>"$log"
+  folded=$(awk '{total += $NF} END {printf "%.0f", total}' "$work/torch-$mode.folded")
+  once=$(json "$work/torch-$mode-end.json" "sum(d['live_bytes_by_domain'].values()) - sum(x.get('c10_cuda_inside_cuda_bytes', 0) for x in d['devices'])")
+  check "torch-$mode-export-counts-device-bytes-once" [ "$folded" = "$once" ]
   "$leakscope" report "$work/torch-$mode.lsc" >"$work/torch-$mode.txt" 2>&1
   head -60 "$work/torch-$mode.txt" >>"$log"
   if [ "$mode" = keep ]; then
