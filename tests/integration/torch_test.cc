@@ -317,15 +317,11 @@ TEST(Torch, RepeatedJitLoadIsWarmUpNotALeak) {
   EXPECT_TRUE(document["findings"].empty()) << document["findings"].dump(1);
 }
 
-
-// What tracing `import torch` costs in stream and in leakscope's own memory, bounded with a margin
-// over what format 2 and the current tables take (83 MB and 849 MiB with Python frames and
-// PYTHONMALLOC=malloc, 32 MB and 358 MiB without): a bound, not a timing. The import stays within
-// the default memory budget, so no stack is cut.
 // Exact mode with the defaults on the processes that make the most distinct stacks: a Python
 // service that imports torch and serves a model, and the libtorch demo service (whose static
 // registrations make about 560 000 stacks). leakscope's own memory, its stream and the report's
-// memory stay within fixed bounds (docs/PERFORMANCE.md has the measured figures).
+// memory stay within fixed bounds, a bound and not a timing (docs/PERFORMANCE.md has the measured
+// figures); the runs stay within the default memory budget, so no stack is cut.
 TEST(Torch, TracerMemoryStreamAndReportStayWithinBoundsOnTorchServices) {
   REQUIRE_PYTHON_TORCH();
   struct Case {
