@@ -46,7 +46,7 @@ std::vector<const Sides::value_type*> in_text_order(const Sides& sides, const Fr
   std::vector<const Sides::value_type*> ordered;
   ordered.reserve(sides.size());
   for (const auto& entry : sides) ordered.push_back(&entry);
-  std::sort(ordered.begin(), ordered.end(), [&](const auto* a, const auto* b) { return names.text_less(a->first, b->first); });
+  std::sort(ordered.begin(), ordered.end(), [&](const auto* a, const auto* b) { return names.text_less(a->first, b->first, '|'); });
   return ordered;
 }
 
@@ -77,7 +77,7 @@ RunHeader header_of(const RunAnalysis& run) { return {run.state, run.at, run.jud
 }  // namespace
 
 std::vector<DiffRow> diff_rows(const RunAnalysis& before, const RunAnalysis& after) {
-  FrameNames names(signature_frame_name, '|');
+  FrameNames names(signature_frame_name);
   Sides old_sites = by_signature(before, names), new_sites = by_signature(after, names);
   std::vector<DiffRow> rows;
   auto add = [&](const Side* old_side, const Side* new_side) {

@@ -16,7 +16,7 @@ std::vector<uint32_t> flame_stack(RunAnalysis& analysis, const SiteReport& site,
 }
 
 void write_folded_stacks(RunAnalysis& analysis, std::ostream& out) {
-  FrameNames names(flame_frame_name, ';');
+  FrameNames names(flame_frame_name);
   std::unordered_map<std::vector<uint32_t>, int64_t, StackHash> bytes_by_stack;
   for (const SiteReport& site : analysis.sites) {
     int64_t bytes = analysis.own_live_bytes(site);
@@ -25,7 +25,7 @@ void write_folded_stacks(RunAnalysis& analysis, std::ostream& out) {
   std::vector<std::pair<const std::vector<uint32_t>*, int64_t>> sorted;
   sorted.reserve(bytes_by_stack.size());
   for (const auto& [key, bytes] : bytes_by_stack) sorted.emplace_back(&key, bytes);
-  std::sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) { return names.text_less(*a.first, *b.first); });
+  std::sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) { return names.text_less(*a.first, *b.first, ';'); });
   for (const auto& [key, bytes] : sorted) {
     if (key->empty()) out << "[no stack]";
     for (size_t i = 0; i < key->size(); ++i) {

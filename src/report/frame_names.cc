@@ -63,9 +63,9 @@ std::string signature_frame_name(const SymbolizedFrame& frame) {
 }
 
 uint32_t FrameNames::intern(std::string name) {
-  auto [found, inserted] = ids_by_name_.emplace(std::move(name), static_cast<uint32_t>(names_.size()));
-  if (inserted) names_.push_back(found->first);
-  return found->second;
+  auto [named, added] = ids_by_name_.emplace(std::move(name), static_cast<uint32_t>(names_.size()));
+  if (added) names_.push_back(&named->first);
+  return named->second;
 }
 
 uint32_t FrameNames::id(const SymbolizedFrame& frame) {
@@ -74,18 +74,18 @@ uint32_t FrameNames::id(const SymbolizedFrame& frame) {
   return found->second;
 }
 
-bool FrameNames::text_less(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) const {
-  auto separator = static_cast<unsigned char>(separator_);
+bool FrameNames::text_less(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, char separator) const {
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
     if (a[i] == b[i]) continue;  // one id, one name
-    const std::string& x = names_[a[i]];
-    const std::string& y = names_[b[i]];
+    const std::string& x = name(a[i]);
+    const std::string& y = name(b[i]);
     size_t common = std::min(x.size(), y.size());
     int order = std::memcmp(x.data(), y.data(), common);
     if (order != 0) return order < 0;
     // One name begins the other: the shorter one's text goes on with the separator, or ends there.
-    if (x.size() < y.size()) return i + 1 == a.size() || separator < static_cast<unsigned char>(y[common]);
-    return i + 1 != b.size() && static_cast<unsigned char>(x[common]) < separator;
+    auto after = [](const std::string& text, size_t at) { return static_cast<unsigned char>(text[at]); };
+    if (x.size() < y.size()) return i + 1 == a.size() || static_cast<unsigned char>(separator) < after(y, common);
+    return i + 1 != b.size() && after(x, common) < static_cast<unsigned char>(separator);
   }
   return a.size() < b.size();
 }

@@ -24,29 +24,29 @@ std::string flame_frame_name(const SymbolizedFrame& frame);
 // name and offset when it has none.
 std::string signature_frame_name(const SymbolizedFrame& frame);
 
+// FrameNames interns the names `name_of` gives frames: each frame is named once (the symbolizer's
+// frames never move, so a frame is known by its address), each distinct name kept once.
 class FrameNames {
  public:
-  // Frames are named by `name_of`; a stack's text is its names joined by `separator`.
-  FrameNames(std::string (*name_of)(const SymbolizedFrame&), char separator) : name_of_(name_of), separator_(separator) {}
+  explicit FrameNames(std::string (*name_of)(const SymbolizedFrame&)) : name_of_(name_of) {}
 
-  // id() is the id of `frame`'s name (named once per frame: the symbolizer's frames never move).
+  // id() is the id of `frame`'s name, from 0 in the order names are first met.
   uint32_t id(const SymbolizedFrame& frame);
 
-  // intern() is the id of a name given as text.
+  // intern() is the id of a name given as text (what a stack holds besides frames: a domain).
   uint32_t intern(std::string name);
 
-  const std::string& name(uint32_t id) const { return names_[id]; }
+  const std::string& name(uint32_t id) const { return *names_[id]; }
 
-  // text_less() orders two stacks of ids as their texts order them (with ';', "a;b" comes after
-  // "a (x);c").
-  bool text_less(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) const;
+  // text_less() orders two stacks of ids as their texts, the names joined by `separator`, order
+  // them (with ';', "a;b" comes after "a (x);c").
+  bool text_less(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, char separator) const;
 
  private:
   std::string (*name_of_)(const SymbolizedFrame&);
-  char separator_;
   std::unordered_map<const SymbolizedFrame*, uint32_t> ids_by_frame_;
   std::unordered_map<std::string, uint32_t> ids_by_name_;
-  std::vector<std::string> names_;
+  std::vector<const std::string*> names_;  // the keys of ids_by_name_, which never move
 };
 
 // StackHash hashes a stack of name ids, for maps keyed by stacks.

@@ -22,15 +22,9 @@ size_t GroupKeyHash::operator()(const GroupKey& key) const {
 }
 
 GroupKeys::GroupKeys(const RunState& state, Symbolizer& symbolizer, const FrameRoles& roles)
-    : state_(state), symbolizer_(symbolizer), roles_(roles) {}
+    : state_(state), symbolizer_(symbolizer), roles_(roles), identities_(frame_identity) {}
 
-uint32_t GroupKeys::frame_id(const SymbolizedFrame& frame) {
-  auto found = ids_.find(&frame);
-  if (found != ids_.end()) return found->second;
-  auto [named, added] = ids_by_identity_.emplace(frame_identity(frame), static_cast<uint32_t>(ids_by_identity_.size() + 1));
-  ids_.emplace(&frame, named->second);
-  return named->second;
-}
+uint32_t GroupKeys::frame_id(const SymbolizedFrame& frame) { return identities_.id(frame) + 1; }
 
 NamedKey GroupKeys::of(uint32_t site) {
   NamedKey named;

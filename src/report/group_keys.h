@@ -14,8 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 
+#include "report/frame_names.h"
 #include "report/frame_roles.h"
 #include "report/run_state.h"
 #include "report/symbolizer.h"
@@ -52,14 +52,13 @@ class GroupKeys {
   NamedKey of(uint32_t site);
 
  private:
-  uint32_t frame_id(const SymbolizedFrame& frame);
+  uint32_t frame_id(const SymbolizedFrame& frame);  // from 1: 0 is no frame
   const SymbolizedFrame* outermost_of_own_run(uint32_t stack);
 
   const RunState& state_;
   Symbolizer& symbolizer_;
   const FrameRoles& roles_;
-  std::unordered_map<const SymbolizedFrame*, uint32_t> ids_;  // by cached frame
-  std::unordered_map<std::string, uint32_t> ids_by_identity_;
+  FrameNames identities_;
 };
 
 }  // namespace leakscope::report

@@ -193,7 +193,7 @@ drawFlame(D.flame, []);
 }  // namespace
 
 void write_html_report(RunAnalysis& analysis, std::ostream& out, size_t top) {
-  FrameNames names(flame_frame_name, ';');
+  FrameNames names(flame_frame_name);
   FlameTree flame;
   for (const SiteReport& site : analysis.sites) {
     int64_t bytes = analysis.own_live_bytes(site);

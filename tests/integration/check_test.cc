@@ -277,9 +277,12 @@ TEST(Check, AStreamDamagedInsideIsBadInputAndTheJUnitFileSaysSo) {
   std::string damaged = scratch_dir() + "/damaged.lsc";
   std::filesystem::copy_file(file, damaged);
   {
+    // Flipped, not overwritten: a byte written over one of the same value would damage nothing.
     std::fstream bytes(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    bytes.seekg(3000);
+    char byte = static_cast<char>(bytes.get());
     bytes.seekp(3000);
-    bytes.put('\x5a');
+    bytes.put(static_cast<char>(~byte));
   }
   Outcome gate = leakscope({"check", damaged, "--max-leaked", "64MiB", "--junit", junit});
   EXPECT_EQ(gate.exit_code, 3) << gate.out << gate.err;
