@@ -8,57 +8,12 @@
 #include "core/runtime.h"
 #include "core/sys.h"
 #include "interpose/hooks.h"
+#include "interpose/recorded_calls.h"
 
 namespace leakscope::internal {
 namespace {
 
 constexpr size_t kMinAlignment = 16;
-
-// allocate_recorded() is the shape of every allocating handler: guard, call, record on success.
-// `call` must cope with g_real not being resolved yet (it then serves from the bootstrap pool).
-template <typename Call>
-LS_ALWAYS_INLINE void* allocate_recorded(size_t size, Call&& call) {
-  if (recorder_skips_alloc(size) || !hook_should_record()) return call();
-  void* result;
-  {
-    AllocatorCall inside;
-    result = call();
-  }
-  if (result != nullptr) {
-    Bookkeeping record;
-    recorder_alloc(Domain::kHeap, result, size);
-  }
-  return result;
-}
-
-// resize_recorded() is realloc's shape: the old block's record is taken out before the call (its
-// address may be reused as soon as the real realloc returns) and put back if the call fails.
-template <typename Call>
-LS_ALWAYS_INLINE void* resize_recorded(void* pointer, size_t size, Call&& call) {
-  // Sampled mode: neither the old block nor the new one is recorded.
-  if ((pointer == nullptr || recorder_skips_free(pointer)) && recorder_skips_alloc(size)) return call();
-  if (!hook_should_record()) return call();
-  AllocRecord taken;
-  bool tracked;
-  {
-    Bookkeeping record;
-    tracked = pointer != nullptr && recorder_take(pointer, &taken);
-  }
-  void* result;
-  {
-    AllocatorCall inside;
-    result = call();
-  }
-  bool failed = result == nullptr && size != 0 && pointer != nullptr;
-  Bookkeeping record;
-  if (failed) {
-    if (tracked) recorder_restore(taken);
-  } else {
-    if (tracked) recorder_count_freed(taken);
-    if (result != nullptr) recorder_alloc(Domain::kHeap, result, size);
-  }
-  return result;
-}
 
 // A block from the bootstrap pool moves to the real allocator on its first realloc.
 void* realloc_from_bootstrap(void* pointer, size_t size) {
@@ -85,13 +40,7 @@ void* handle_malloc(size_t size) {
 
 void handle_free(void* pointer) {
   if (pointer == nullptr || bootstrap_owns(pointer)) return;
-  if (recorder_skips_free(pointer) || !hook_should_record()) return g_real.free(pointer);
-  {
-    Bookkeeping record;
-    recorder_free(pointer);  // before the real free: the address must not be reused while recorded
-  }
-  AllocatorCall inside;
-  g_real.free(pointer);
+  free_recorded(pointer, [&] { g_real.free(pointer); });
 }
 
 void* handle_calloc(size_t count, size_t size) {

@@ -1,0 +1,80 @@
+// File: recorded_calls.h
+//
+// The shapes of a hook that stands in front of an allocator (hooks.h gives the steps): allocate,
+// resize and free, each around the allocator's own call, passed in as `call`. The malloc family
+// (heap_hooks.cc) and CPython's allocator domains (python_allocator_hooks.cc) are both recorded
+// through them, so a block is counted the same way whichever allocator served it.
+#ifndef LEAKSCOPE_INTERPOSE_RECORDED_CALLS_H_
+#define LEAKSCOPE_INTERPOSE_RECORDED_CALLS_H_
+
+#include <stddef.h>
+
+#include "core/recorder.h"
+#include "core/runtime.h"
+#include "interpose/hook_guard.h"
+
+namespace leakscope::internal {
+
+// allocate_recorded() is the shape of every allocating handler: guard, call, record on success.
+// The malloc family's `call` must cope with g_real not being resolved yet (it then serves from
+// the bootstrap pool).
+template <typename Call>
+LS_ALWAYS_INLINE void* allocate_recorded(size_t size, Call&& call) {
+  if (recorder_skips_alloc(size) || !hook_should_record()) return call();
+  void* result;
+  {
+    AllocatorCall inside;
+    result = call();
+  }
+  if (result != nullptr) {
+    Bookkeeping record;
+    recorder_alloc(Domain::kHeap, result, size);
+  }
+  return result;
+}
+
+// resize_recorded() is realloc's shape: the old block's record is taken out before the call (its
+// address may be reused as soon as the real realloc returns) and put back if the call fails.
+template <typename Call>
+LS_ALWAYS_INLINE void* resize_recorded(void* pointer, size_t size, Call&& call) {
+  // Sampled mode: neither the old block nor the new one is recorded.
+  if ((pointer == nullptr || recorder_skips_free(pointer)) && recorder_skips_alloc(size)) return call();
+  if (!hook_should_record()) return call();
+  AllocRecord taken;
+  bool tracked;
+  {
+    Bookkeeping record;
+    tracked = pointer != nullptr && recorder_take(pointer, &taken);
+  }
+  void* result;
+  {
+    AllocatorCall inside;
+    result = call();
+  }
+  bool failed = result == nullptr && size != 0 && pointer != nullptr;
+  Bookkeeping record;
+  if (failed) {
+    if (tracked) recorder_restore(taken);
+  } else {
+    if (tracked) recorder_count_freed(taken);
+    if (result != nullptr) recorder_alloc(Domain::kHeap, result, size);
+  }
+  return result;
+}
+
+// free_recorded() is free's shape: the record goes first, as the address may be handed out again
+// as soon as the allocator has it back.
+template <typename Call>
+LS_ALWAYS_INLINE void free_recorded(void* pointer, Call&& call) {
+  if (pointer == nullptr || recorder_skips_free(pointer) || !hook_should_record()) return call();
+  {
+    Bookkeeping record;
+    recorder_free(pointer);
+  }
+  AllocatorCall inside;
+  call();
+}
+
+}  // namespace leakscope::internal
+
+#endif  // LEAKSCOPE_INTERPOSE_RECORDED_CALLS_H_
