@@ -222,8 +222,10 @@ def depth_costs(build, rounds, quick):
 
 
 def python_costs(build, rounds, quick):
-    """What Python frames and PYTHONMALLOC=malloc cost: the dict/list script and a PyTorch forward
-    loop, uninstrumented and under leakscope with each part on and off, runs alternating."""
+    """What Python frames and recording small objects cost: the dict/list script and a PyTorch
+    forward loop, uninstrumented and under leakscope with each part on and off (small objects
+    recorded through pymalloc, the default; through glibc's malloc with PYTHONMALLOC=malloc; or
+    not recorded), runs alternating."""
     leakscope = os.path.join(build, "bin", "leakscope")
     source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     scratch = tempfile.mkdtemp(prefix="leakscope-python-")
@@ -234,27 +236,34 @@ def python_costs(build, rounds, quick):
     if subprocess.run([python, "-c", "import torch"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
         chosen.append(("python3 + torch, forward loop (MLP, batch 32)",
                        [python, os.path.join(source, "bench", "torch_forward_loop.py"), "60" if quick else "300"]))
-    configurations = [("exact, frames off, pymalloc", ["--option", "python_frames=0,python_malloc=0"]),
-                      ("exact, frames on, pymalloc", ["--option", "python_malloc=0"]),
-                      ("exact, frames off, malloc", ["--option", "python_frames=0"]),
-                      ("exact, frames on, malloc (default)", []),
-                      ("sampled 512KiB, frames off", ["--sample", "512KiB", "--option", "python_frames=0"]),
-                      ("sampled 512KiB, frames on (default)", ["--sample", "512KiB"])]
-    lines = ["| workload | leakscope | wall s (median) | wall ratio | stream |", "|---|---|---|---|---|"]
+    malloc = {"PYTHONMALLOC": "malloc"}
+    configurations = [("exact, frames off, small objects unrecorded", ["--option", "python_frames=0,python_malloc=0"], {}),
+                      ("exact, frames on, small objects unrecorded", ["--option", "python_malloc=0"], {}),
+                      ("exact, frames off, PYTHONMALLOC=malloc", ["--option", "python_frames=0"], malloc),
+                      ("exact, frames on, PYTHONMALLOC=malloc", [], malloc),
+                      ("exact, frames off, pymalloc recorded", ["--option", "python_frames=0"], {}),
+                      ("exact, frames on, pymalloc recorded (default)", [], {}),
+                      ("sampled 512KiB, frames off", ["--sample", "512KiB", "--option", "python_frames=0"], {}),
+                      ("sampled 512KiB, frames on (default)", ["--sample", "512KiB"], {})]
+    lines = ["| workload | leakscope | wall s (median) | wall ratio | peak RSS (median) | stream |",
+             "|---|---|---|---|---|---|"]
     for name, argv in chosen:
-        plain, traced, sizes = [], {label: [] for label, _ in configurations}, {}
+        plain, traced, sizes = [], {label: [] for label, _, _ in configurations}, {}
         for _ in range(rounds):
-            plain.append(run_once(argv, dict(os.environ))[0])
-            for label, options in configurations:
+            plain.append(run_once(argv, dict(os.environ)))
+            for label, options, variables in configurations:
                 for path in glob.glob(stream + "*"):
                     os.remove(path)
-                traced[label].append(run_once([leakscope, "run", *options, "-o", stream, "--"] + argv, dict(os.environ))[0])
+                environment = dict(os.environ, **variables)
+                traced[label].append(run_once([leakscope, "run", *options, "-o", stream, "--"] + argv, environment))
                 sizes[label] = sum(os.path.getsize(path) for path in glob.glob(stream + "*"))
-        base = statistics.median(plain)
-        lines.append(f"| {name} | uninstrumented | {base:.3f} | 1.00x | - |")
-        for label, _ in configurations:
-            wall = statistics.median(traced[label])
-            lines.append(f"| {name} | {label} | {wall:.3f} | {wall / base:.2f}x | {format_size(sizes[label])} |")
+        base = statistics.median(run[0] for run in plain)
+        base_rss = statistics.median(run[2] for run in plain)
+        lines.append(f"| {name} | uninstrumented | {base:.3f} | 1.00x | {format_size(base_rss)} | - |")
+        for label, _, _ in configurations:
+            wall = statistics.median(run[0] for run in traced[label])
+            rss = statistics.median(run[2] for run in traced[label])
+            lines.append(f"| {name} | {label} | {wall:.3f} | {wall / base:.2f}x | {format_size(rss)} | {format_size(sizes[label])} |")
     shutil.rmtree(scratch, ignore_errors=True)
     return lines
 

@@ -8,8 +8,9 @@
 namespace leakscope::internal {
 namespace {
 
-// The runtime sets four variables at most (its lineage, LD_PRELOAD, PYTHONPATH, PYTHONMALLOC);
-// a setting stays in use for the life of the process, so its storage is never reused.
+// The runtime sets four variables at most (its lineage, LD_PRELOAD, PYTHONPATH, and PYTHONMALLOC
+// for an interpreter whose pymalloc it cannot record); a setting stays in use for the life of the
+// process, so its storage is never reused.
 constexpr int kSettings = 8;
 constexpr size_t kSettingSize = kMaxPathLength + 64;
 char g_settings[kSettings][kSettingSize];

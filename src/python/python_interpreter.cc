@@ -20,6 +20,8 @@
 #include "core/environment.h"
 #include "core/interpreter.h"
 #include "core/runtime.h"
+#include "core/sys.h"
+#include "interpose/python_allocator_hooks.h"
 #include "python/python_frames.h"
 
 namespace leakscope::internal {
@@ -85,6 +87,31 @@ void put_on_python_path(const char* directory) {
   if (written > 0 && static_cast<size_t>(written) < sizeof(path)) environment_set("PYTHONPATH", path, true);
 }
 
+// dev_mode_asked() tells whether the interpreter will run in its development mode (PYTHONDEVMODE,
+// or -X dev among its options before the script, -c or -m), which puts its debug allocator in place
+// of any set before it initializes.
+bool dev_mode_asked() {
+  const char* variable = getenv("PYTHONDEVMODE");
+  if (variable != nullptr && variable[0] != '\0') return true;
+  char text[8192];
+  long length = sys::read_small_file("/proc/self/cmdline", text, sizeof(text));
+  if (length <= 0) return false;
+  const char* end = text + length;
+  const char* argument = text + strlen(text) + 1;  // past the program's name
+  bool value_of_x = false;
+  for (; argument < end; argument += strlen(argument) + 1) {
+    if (value_of_x) {
+      if (strcmp(argument, "dev") == 0) return true;
+      value_of_x = false;
+      continue;
+    }
+    if (argument[0] != '-' || strcmp(argument, "-c") == 0 || strcmp(argument, "-m") == 0) return false;
+    if (strcmp(argument, "-Xdev") == 0) return true;
+    value_of_x = strcmp(argument, "-X") == 0;
+  }
+  return false;
+}
+
 bool attach_in(void* scope, bool at_start) {
   auto* runtime = static_cast<const uint8_t*>(dlsym(scope, "_PyRuntime"));
   if (runtime == nullptr) return false;
@@ -99,11 +126,17 @@ bool attach_in(void* scope, bool at_start) {
              minor);
     runtime_note(line);
   }
-  // Python reads PYTHONMALLOC when it initializes, after the library constructors: with pymalloc,
-  // objects of 512 bytes or less would be carved out of arenas and a leak of them would show as
-  // arena growth wherever the arena happened to be opened. A user's own setting is kept; sampled
-  // mode, which is for production, keeps pymalloc's speed (docs/PYTHON.md gives both costs).
-  if (at_start && options.python_malloc && options.sample == 0) environment_set("PYTHONMALLOC", "malloc", false);
+  // Unseen, pymalloc carves objects of 512 bytes or less out of its arenas, and a leak of them
+  // would show as arena growth wherever an arena happened to be opened. 3.10-3.13 keep allocators
+  // set before they initialize, so pymalloc stays and each object is recorded through it; older
+  // ones, and any in development mode, reset theirs as they start and are asked for
+  // PYTHONMALLOC=malloc, read after the library constructors. A user's own PYTHONMALLOC is kept
+  // (the interpreter then sets the allocator it names); sampled mode, which is for production,
+  // keeps pymalloc unrecorded (docs/PYTHON.md).
+  if (at_start && options.python_malloc && options.sample == 0 && getenv("PYTHONMALLOC") == nullptr) {
+    bool wrapped = minor >= 10 && minor <= 13 && !dev_mode_asked() && python_allocator_hooks_install(scope);
+    if (!wrapped) environment_set("PYTHONMALLOC", "malloc", false);
+  }
   char directory[4096];
   if (at_start && options.python_threads && python_directory(directory, sizeof(directory))) put_on_python_path(directory);
   return true;

@@ -241,23 +241,59 @@ TEST_P(PythonFrames, SubinterpreterCodeIsNamedByItsOwnFramesOnly) {
   EXPECT_GE(after.bytes, 20000) << "the buffer handle(0) keeps";
 }
 
-// PYTHONMALLOC as the traced interpreter sees it: malloc in exact mode, pymalloc left in sampled
-// mode, and the user's own setting kept in both.
-TEST(PythonMalloc, ExactModeSelectsMallocSampledModeAndTheUsersSettingAreKept) {
+// Small objects in exact mode: pymalloc keeps serving them (the interpreter's own allocator, the
+// process laid out as it is untraced) and each one is recorded at its line, under -I too, which
+// ignores the environment.
+TEST_P(PythonFrames, SmallObjectsAreRecordedOneByOneWhilePymallocServesThem) {
+  file_ = scratch_dir() + "/run.lsc";
+  const char* script =
+      "import os, sys\n"
+      "def keep_strings(count):\n"
+      "    kept = []\n"
+      "    for i in range(count):\n"
+      "        kept.append(str(i) * 3)\n"
+      "    return kept\n"
+      "kept = keep_strings(20000)\n"
+      "print(os.environ.get('PYTHONMALLOC'), sys.getallocatedblocks() > 0)\n";
+  Outcome run = leakscope({"run", "-o", file_, "--", GetParam().path, "-I", "-c", script});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "None True\n") << "PYTHONMALLOC unset, pymalloc's blocks in use";
+  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file_});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  Found found = sites_named(nlohmann::json::parse(report.out), "keep_strings");
+  // The 20 000 strings and the list's array of items; the list object itself is new unless the
+  // interpreter reuses one from its free list.
+  EXPECT_GE(found.blocks, 20000 + 1);
+  EXPECT_LE(found.blocks, 20000 + 2);
+}
+
+// How the traced interpreter allocates, as it says itself: pymalloc, recorded through it, in
+// exact mode; pymalloc unrecorded in sampled mode and with python_malloc=0; the user's own
+// PYTHONMALLOC kept; glibc's malloc in development mode, whose debug allocator would take the
+// place of the recorded one.
+TEST(PythonMalloc, ExactModeKeepsPymallocAndTheUsersSettingIsKept) {
   std::string file = scratch_dir() + "/run.lsc";
-  auto seen = [&](const std::vector<std::string>& options, const std::map<std::string, std::string>& env) {
+  auto seen = [&](const std::vector<std::string>& options, const std::map<std::string, std::string>& env,
+                  const std::vector<std::string>& python_options = {}) {
     std::vector<std::string> args{"run", "-o", file};
     args.insert(args.end(), options.begin(), options.end());
-    for (const char* word : {"--", "/usr/bin/python3", "-c", "import os; print(os.environ.get('PYTHONMALLOC'))"}) args.push_back(word);
+    args.insert(args.end(), {"--", "/usr/bin/python3"});
+    args.insert(args.end(), python_options.begin(), python_options.end());
+    for (const char* word : {"-c", "import os, sys; print(os.environ.get('PYTHONMALLOC'), sys.getallocatedblocks() > 0)"}) {
+      args.push_back(word);
+    }
     std::filesystem::remove(file);
     Outcome run = leakscope(args, env);
     EXPECT_EQ(run.exit_code, 0) << run.err;
     return run.out;
   };
-  EXPECT_EQ(seen({}, {}), "malloc\n");
-  EXPECT_EQ(seen({"--sample", "512KiB"}, {}), "None\n");
-  EXPECT_EQ(seen({"--option", "python_malloc=0"}, {}), "None\n");
-  EXPECT_EQ(seen({}, {{"PYTHONMALLOC", "pymalloc"}}), "pymalloc\n");
+  EXPECT_EQ(seen({}, {}), "None True\n");
+  EXPECT_EQ(seen({"--sample", "512KiB"}, {}), "None True\n");
+  EXPECT_EQ(seen({"--option", "python_malloc=0"}, {}), "None True\n");
+  EXPECT_EQ(seen({}, {{"PYTHONMALLOC", "pymalloc"}}), "pymalloc True\n");
+  EXPECT_EQ(seen({}, {{"PYTHONMALLOC", "malloc"}}), "malloc False\n");
+  EXPECT_EQ(seen({}, {}, {"-X", "dev"}), "malloc False\n");
+  EXPECT_EQ(seen({}, {{"PYTHONDEVMODE", "1"}}), "malloc False\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, PythonFrames, ::testing::ValuesIn(python_interpreters()),

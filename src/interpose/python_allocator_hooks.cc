@@ -1,0 +1,73 @@
+#include "interpose/python_allocator_hooks.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+
+#include "core/stack_capture.h"
+#include "interpose/recorded_calls.h"
+
+namespace leakscope::internal {
+namespace {
+
+// CPython's PyMemAllocatorEx, unchanged since 3.5.
+struct PyMemAllocator {
+  void* ctx;
+  void* (*malloc)(void* ctx, size_t size);
+  void* (*calloc)(void* ctx, size_t count, size_t size);
+  void* (*realloc)(void* ctx, void* pointer, size_t size);
+  void (*free)(void* ctx, void* pointer);
+};
+
+// PyMemAllocatorDomain: RAW is malloc itself, which the malloc hooks see already.
+constexpr int kDomainMem = 1;
+constexpr int kDomainObject = 2;
+
+using GetAllocator = void (*)(int domain, PyMemAllocator* allocator);
+using SetAllocator = void (*)(int domain, PyMemAllocator* allocator);
+
+// The allocators wrapped, by domain; each wrapper's context points at its domain's.
+PyMemAllocator g_wrapped[kDomainObject + 1];
+
+// Each wrapper is entered through a pointer from PyObject_Malloc and its kin, and notes its caller
+// as an exported hook does (the interpreter's function that allocates, for start-up stacks).
+void* recorded_malloc(void* context, size_t size) {
+  HookCaller caller(__builtin_return_address(0));
+  const auto* wrapped = static_cast<const PyMemAllocator*>(context);
+  return allocate_recorded(size, [&] { return wrapped->malloc(wrapped->ctx, size); });
+}
+
+void* recorded_calloc(void* context, size_t count, size_t size) {
+  HookCaller caller(__builtin_return_address(0));
+  const auto* wrapped = static_cast<const PyMemAllocator*>(context);
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) total = 0;  // the wrapped calloc fails it
+  return allocate_recorded(total, [&] { return wrapped->calloc(wrapped->ctx, count, size); });
+}
+
+void* recorded_realloc(void* context, void* pointer, size_t size) {
+  HookCaller caller(__builtin_return_address(0));
+  const auto* wrapped = static_cast<const PyMemAllocator*>(context);
+  return resize_recorded(pointer, size, [&] { return wrapped->realloc(wrapped->ctx, pointer, size); });
+}
+
+void recorded_free(void* context, void* pointer) {
+  HookCaller caller(__builtin_return_address(0));
+  const auto* wrapped = static_cast<const PyMemAllocator*>(context);
+  free_recorded(pointer, [&] { wrapped->free(wrapped->ctx, pointer); });
+}
+
+}  // namespace
+
+bool python_allocator_hooks_install(void* scope) {
+  auto get = reinterpret_cast<GetAllocator>(dlsym(scope, "PyMem_GetAllocator"));
+  auto set = reinterpret_cast<SetAllocator>(dlsym(scope, "PyMem_SetAllocator"));
+  if (get == nullptr || set == nullptr) return false;
+  for (int domain : {kDomainMem, kDomainObject}) {
+    get(domain, &g_wrapped[domain]);
+    PyMemAllocator wrapper{&g_wrapped[domain], recorded_malloc, recorded_calloc, recorded_realloc, recorded_free};
+    set(domain, &wrapper);
+  }
+  return true;
+}
+
+}  // namespace leakscope::internal
