@@ -97,17 +97,22 @@ bool dev_mode_asked() {
   long length = sys::read_small_file("/proc/self/cmdline", text, sizeof(text));
   if (length <= 0) return false;
   const char* end = text + length;
-  const char* argument = text + strlen(text) + 1;  // past the program's name
-  bool value_of_x = false;
-  for (; argument < end; argument += strlen(argument) + 1) {
-    if (value_of_x) {
-      if (strcmp(argument, "dev") == 0) return true;
-      value_of_x = false;
+  const char* option_with_value = nullptr;  // the option the next argument is the value of
+  for (const char* argument = text + strlen(text) + 1; argument < end; argument += strlen(argument) + 1) {
+    if (option_with_value != nullptr) {
+      if (strcmp(option_with_value, "-X") == 0 && strcmp(argument, "dev") == 0) return true;
+      option_with_value = nullptr;
       continue;
     }
-    if (argument[0] != '-' || strcmp(argument, "-c") == 0 || strcmp(argument, "-m") == 0) return false;
+    // The options end at the script, -c, -m, "-" (standard input) or "--".
+    if (argument[0] != '-' || strcmp(argument, "-") == 0 || strcmp(argument, "--") == 0 ||
+        strncmp(argument, "-c", 2) == 0 || strncmp(argument, "-m", 2) == 0) {
+      return false;
+    }
     if (strcmp(argument, "-Xdev") == 0) return true;
-    value_of_x = strcmp(argument, "-X") == 0;
+    for (const char* takes_value : {"-X", "-W", "--check-hash-based-pycs"}) {
+      if (strcmp(argument, takes_value) == 0) option_with_value = takes_value;
+    }
   }
   return false;
 }
