@@ -133,10 +133,14 @@ TEST(Prometheus, ServeAnswersTheReportsFiguresAndRefusesBadAddressesAndLabels) {
   EXPECT_EQ(port_text.exit_code, 2);
   EXPECT_NE(port_text.err.find("--prometheus: not a port"), std::string::npos) << port_text.err;
 
-  // A port another process holds: serve and run both say so before anything starts.
-  std::string busy = "python3 -c 'import socket,time; s=socket.socket(); s.bind((\"127.0.0.1\"," + std::to_string(port) +
-                     ")); s.listen(); time.sleep(5)' & holder=$!; sleep 0.5; \"" + std::string(LEAKSCOPE_CLI) +
-                     "\" serve " + file + " --prometheus 127.0.0.1:" + std::to_string(port) + "; echo \"CODE $?\"; kill $holder";
+  // A port another process holds: serve and run both say so before anything starts. The holder is
+  // waited for until it listens (a loaded machine may take seconds to start it).
+  std::string address = "127.0.0.1/" + std::to_string(port);
+  std::string busy = "/usr/bin/python3 -c 'import socket,time; s=socket.socket(); s.bind((\"127.0.0.1\"," +
+                     std::to_string(port) + ")); s.listen(); time.sleep(20)' & holder=$!; for i in $(seq 1 200); do "
+                     "(exec 3<>/dev/tcp/" + address + ") 2>/dev/null && break; sleep 0.1; done; \"" +
+                     std::string(LEAKSCOPE_CLI) + "\" serve " + file + " --prometheus 127.0.0.1:" + std::to_string(port) +
+                     "; echo \"CODE $?\"; kill $holder";
   Outcome taken = run_program({"bash", "-c", busy}, {}, 30);
   EXPECT_NE(taken.out.find("CODE 7"), std::string::npos) << taken.out << taken.err;
   EXPECT_NE(taken.err.find("cannot listen on 127.0.0.1:" + std::to_string(port)), std::string::npos) << taken.err;
