@@ -17,6 +17,7 @@
 #include "core/recorder.h"
 #include "core/runtime.h"
 #include "interpose/hooks.h"
+#include "interpose/recorded_calls.h"
 
 namespace leakscope::internal {
 namespace {
@@ -67,32 +68,12 @@ LS_ALWAYS_INLINE void* new_recorded(size_t size, Throwing&& throwing, Nothrow&& 
   return block;
 }
 
-template <typename Nothrow>
-LS_ALWAYS_INLINE void* nothrow_new_recorded(size_t size, Nothrow&& nothrow) {
-  if (recorder_skips_alloc(size) || !hook_should_record()) return nothrow();
-  void* block;
-  {
-    AllocatorCall inside;
-    block = nothrow();
-  }
-  if (block != nullptr) {
-    Bookkeeping record;
-    recorder_alloc(Domain::kHeap, block, size);
-  }
-  return block;
-}
-
-// delete_recorded() records the end of the block before the real delete, as free does.
+// delete_recorded() is free's shape (recorded_calls.h) for a pointer that may be the bootstrap
+// pool's.
 template <typename Delete>
 LS_ALWAYS_INLINE void delete_recorded(void* pointer, Delete&& call) {
   if (pointer == nullptr || bootstrap_owns(pointer)) return;
-  if (recorder_skips_free(pointer) || !hook_should_record()) return call();
-  {
-    Bookkeeping record;
-    recorder_free(pointer);
-  }
-  AllocatorCall inside;
-  call();
+  free_recorded(pointer, call);
 }
 
 // Fallbacks for a C++ runtime without the form asked for: the plainer form, then malloc and free.
@@ -132,11 +113,11 @@ void* handle__Znam(size_t size) {
 }
 
 void* handle__ZnwmRKSt9nothrow_t(size_t size, const void*) {
-  return nothrow_new_recorded(size, [&] { return plain_new(size); });
+  return allocate_recorded(size, [&] { return plain_new(size); });
 }
 
 void* handle__ZnamRKSt9nothrow_t(size_t size, const void*) {
-  return nothrow_new_recorded(size, [&] {
+  return allocate_recorded(size, [&] {
     auto f = LS_REAL(_ZnamRKSt9nothrow_t);
     return f != nullptr ? f(size, &g_nothrow) : plain_new(size);
   });
@@ -158,11 +139,11 @@ void* handle__ZnamSt11align_val_t(size_t size, size_t alignment) {
 }
 
 void* handle__ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t alignment, const void*) {
-  return nothrow_new_recorded(size, [&] { return aligned_new(size, alignment); });
+  return allocate_recorded(size, [&] { return aligned_new(size, alignment); });
 }
 
 void* handle__ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t alignment, const void*) {
-  return nothrow_new_recorded(size, [&] {
+  return allocate_recorded(size, [&] {
     auto f = LS_REAL(_ZnamSt11align_val_tRKSt9nothrow_t);
     return f != nullptr ? f(size, alignment, &g_nothrow) : aligned_new(size, alignment);
   });

@@ -117,6 +117,35 @@ bool dev_mode_asked() {
   return false;
 }
 
+// record_small_objects() sees that objects of 512 bytes or less are recorded one by one: unseen,
+// pymalloc carves them out of its arenas, and a leak of them would show as arena growth wherever
+// an arena happened to be opened. 3.10-3.13 keep allocators set before they initialize, so
+// pymalloc stays and each object is recorded through it; older ones reset theirs as they start and
+// are asked for PYTHONMALLOC=malloc, read after the library constructors. An allocator the user
+// chose (PYTHONMALLOC, development mode's debug one) is kept, and what it leaves unrecorded said.
+void record_small_objects(void* scope, int minor) {
+  const char* chosen = getenv("PYTHONMALLOC");
+  if (chosen != nullptr && chosen[0] != '\0') {
+    if (strncmp(chosen, "malloc", 6) != 0) {
+      char line[256];
+      snprintf(line, sizeof(line),
+               "PYTHONMALLOC=%.40s: Python objects of 512 bytes or less are not recorded one by one, only the arenas "
+               "they are carved from; unset it to record them",
+               chosen);
+      runtime_note(line);
+    }
+    return;
+  }
+  if (dev_mode_asked()) {
+    runtime_note("Python's development mode puts its debug allocator in place: objects of 512 bytes or less are not "
+                 "recorded one by one, only the arenas they are carved from (PYTHONMALLOC=malloc records them, "
+                 "without the debug checks)");
+    return;
+  }
+  if (minor >= 10 && minor <= 13 && python_allocator_hooks_install(scope)) return;
+  environment_set("PYTHONMALLOC", "malloc", false);
+}
+
 bool attach_in(void* scope, bool at_start) {
   auto* runtime = static_cast<const uint8_t*>(dlsym(scope, "_PyRuntime"));
   if (runtime == nullptr) return false;
@@ -131,17 +160,8 @@ bool attach_in(void* scope, bool at_start) {
              minor);
     runtime_note(line);
   }
-  // Unseen, pymalloc carves objects of 512 bytes or less out of its arenas, and a leak of them
-  // would show as arena growth wherever an arena happened to be opened. 3.10-3.13 keep allocators
-  // set before they initialize, so pymalloc stays and each object is recorded through it; older
-  // ones, and any in development mode, reset theirs as they start and are asked for
-  // PYTHONMALLOC=malloc, read after the library constructors. A user's own PYTHONMALLOC is kept
-  // (the interpreter then sets the allocator it names); sampled mode, which is for production,
-  // keeps pymalloc unrecorded (docs/PYTHON.md).
-  if (at_start && options.python_malloc && options.sample == 0 && getenv("PYTHONMALLOC") == nullptr) {
-    bool wrapped = minor >= 10 && minor <= 13 && !dev_mode_asked() && python_allocator_hooks_install(scope);
-    if (!wrapped) environment_set("PYTHONMALLOC", "malloc", false);
-  }
+  // Sampled mode, which is for production, leaves pymalloc unrecorded (docs/PYTHON.md).
+  if (at_start && options.python_malloc && options.sample == 0) record_small_objects(scope, minor);
   char directory[4096];
   if (at_start && options.python_threads && python_directory(directory, sizeof(directory))) put_on_python_path(directory);
   return true;

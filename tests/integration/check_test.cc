@@ -209,9 +209,12 @@ TEST(Check, RunCheckGatesInOneStepAndAFailingCommandKeepsItsStatus) {
             std::string::npos)
       << failed.err;
 
-  // An empty --check gates with the defaults: no leak allowed.
+  // An empty --check, or one without a value, gates with the defaults: no leak allowed.
   Outcome defaults = leakscope({"run", "-o", directory + "/e.lsc", "--check", "", "--", fixture("steady_leak_ci"), "250"});
   EXPECT_EQ(defaults.exit_code, 1) << defaults.out << defaults.err;
+  Outcome bare = leakscope({"run", "-o", directory + "/e.lsc", "--check", "--", fixture("steady_leak_ci"), "250"});
+  EXPECT_EQ(bare.exit_code, 1) << bare.out << bare.err;
+  EXPECT_NE(bare.out.find("FAIL max-leaked"), std::string::npos) << bare.out;
 
   Outcome misspelt = leakscope({"run", "-o", directory + "/d.lsc", "--check", "max-lekaed=1MiB", "--",
                                 fixture("steady_leak_ci"), "10"});

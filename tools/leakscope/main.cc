@@ -70,7 +70,9 @@ int main(int argc, char** argv) {
   run_verb->add_option("--label", run.labels, "NAME=VALUE on every Prometheus series (a fleet told apart); repeatable");
   run_verb->add_option("--metrics-top", run.top, "Groups with Prometheus series of their own (default 20)")->check(CLI::Range(1, 10000));
   run_verb->add_option("--check", run.check,
-                       "Gate the run when it ends, as check does: 'max-leaked=1MiB,max-leak-rate=100KiB/min,...'");
+                       "Gate the run when it ends, as check does: 'max-leaked=1MiB,max-leak-rate=100KiB/min,...' "
+                       "(without a value: check's default limits)")
+      ->expected(0, 1);
 
   DumpOptions dump;
   CLI::App* dump_verb = app.add_subcommand("dump", "Print the state at the last (or N-th) snapshot of FILE");
