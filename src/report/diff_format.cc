@@ -172,6 +172,11 @@ std::string diff_text(const RunAnalysis& before, const RunAnalysis& after, size_
     out += fmt::format("{:>12}  {:<9} {:<4} {:<19} {} → {}\n", delta, row.status, domain_name(row.domain), verdicts,
                        format_bytes(row.before_bytes), format_bytes(row.after_bytes));
     if (!frames.empty()) out += fmt::format("              at {}\n", frame_text(*frames[0], 84));
+    // The code that allocated, when the innermost frame is the allocator's or the interpreter's.
+    const GroupReport& group = shown_in.groups[shown_in.sites[row.shown].group];
+    if (group.has_user_frame && (frames.empty() || group.user_frame != frames[0])) {
+      out += fmt::format("              in {}\n", frame_text(*group.user_frame, 84));
+    }
   }
   return out;
 }

@@ -130,6 +130,11 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
   judgement.samples = points.size();
   judgement.leak_entropy = leak_entropy(evidence.births, evidence.now_s, evidence.epochs);
   judgement.median_birth_fraction = median_birth_fraction(evidence.births, evidence.now_s);
+  // Blocks of 0 bytes (malloc(0), an empty buffer's) hold nothing whose trend could tell anything.
+  if (std::none_of(points.begin(), points.end(), [](const SeriesPoint& point) { return point.value > 0; })) {
+    judgement.reason = "its blocks hold 0 bytes: nothing to judge";
+    return judgement;
+  }
   if (points.size() < kMinSamples && evidence.over_budget) {
     judgement.reason = std::string(kOverBudgetReason) + kOverBudgetRemedy;
     return judgement;

@@ -276,6 +276,18 @@ TEST(Verdict, FlatSiteWithoutTurnoverIsNotACache) {
   EXPECT_NE(j.verdict, Verdict::kCache) << j.reason;
 }
 
+TEST(Verdict, BlocksOfZeroBytesAreNotJudgedAndSaySo) {
+  SiteEvidence never_seen;  // no snapshot saw bytes: every point would be 0
+  never_seen.now_s = 10;
+  never_seen.epochs = 10;
+  SiteJudgement j = judge_site(never_seen);
+  EXPECT_EQ(j.verdict, Verdict::kUnknown);
+  EXPECT_EQ(j.reason, "its blocks hold 0 bytes: nothing to judge");
+  SiteJudgement flat = judge(20, [](int epoch, std::deque<Block>& live) { live.push_back({epoch, 0}); });
+  EXPECT_EQ(flat.verdict, Verdict::kUnknown);
+  EXPECT_EQ(flat.reason, j.reason);
+}
+
 TEST(Verdict, UnknownSaysWhatWouldTell) {
   SiteJudgement j = judge(4, [](int e, std::deque<Block>& live) { live.push_back({e, 1000}); });
   EXPECT_EQ(j.verdict, Verdict::kUnknown);
