@@ -267,6 +267,26 @@ TEST_P(PythonFrames, SmallObjectsAreRecordedOneByOneWhilePymallocServesThem) {
   EXPECT_LE(found.blocks, 20000 + 2);
 }
 
+// A diff of two runs of a Python service names each changed site by its Python line, not only by
+// the interpreter's function that allocated.
+TEST(PythonDiff, ChangedSitesAreNamedByTheirPythonLine) {
+  std::string directory = scratch_dir();
+  const char* script =
+      "import sys\n"
+      "def keep_strings(count):\n"
+      "    return [str(i) * 3 for i in range(count)]\n"
+      "kept = keep_strings(int(sys.argv[1]))\n";
+  for (const char* count : {"1000", "20000"}) {
+    Outcome run = leakscope({"run", "-o", directory + "/" + count + ".lsc", "--", "/usr/bin/python3", "-c", script, count});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+  }
+  Outcome diff = leakscope({"diff", directory + "/1000.lsc", directory + "/20000.lsc"});
+  ASSERT_EQ(diff.exit_code, 0) << diff.err;
+  // keep_strings, or its comprehension's own frame (keep_strings.<locals>.<listcomp> before 3.12).
+  EXPECT_NE(diff.out.find("              in keep_strings"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find(" (<string>:3) [python]\n"), std::string::npos) << diff.out;
+}
+
 // How the traced interpreter allocates, as it says itself: pymalloc, recorded through it, in
 // exact mode; pymalloc unrecorded in sampled mode and with python_malloc=0; the allocator the user
 // chose kept (PYTHONMALLOC, development mode's debug one), with a line saying what is unrecorded.
