@@ -2,8 +2,9 @@
 //
 // The shapes of a hook that stands in front of an allocator (hooks.h gives the steps): allocate,
 // resize and free, each around the allocator's own call, passed in as `call`. The malloc family
-// (heap_hooks.cc) and CPython's allocator domains (python_allocator_hooks.cc) are both recorded
-// through them, so a block is counted the same way whichever allocator served it.
+// (heap_hooks.cc), operator new's nothrow forms and delete (new_hooks.cc) and CPython's allocator
+// domains (python_allocator_hooks.cc) are recorded through them, so a block is counted the same
+// way whichever allocator served it.
 #ifndef LEAKSCOPE_INTERPOSE_RECORDED_CALLS_H_
 #define LEAKSCOPE_INTERPOSE_RECORDED_CALLS_H_
 
