@@ -42,6 +42,14 @@ LS_ALWAYS_INLINE bool recorder_skips_free(const void* pointer) {
 // recorder_alloc() records a new block of the heap-like `domain` at `pointer`.
 void recorder_alloc(Domain domain, void* pointer, size_t size);
 
+// recorder_last_alloc() is the block the calling thread's last recorder_alloc() recorded (0: none).
+uintptr_t recorder_last_alloc();
+
+// recorder_renew() records the heap block at `pointer`, when it is tracked, as made anew by the
+// caller: its record is counted freed and another made with its size, this stack and this epoch.
+// For an object a runtime hands out again from a free list of its own, without its allocator.
+void recorder_renew(void* pointer);
+
 // Every function below that ends blocks first polls for the start of teardown
 // (runtime_poll_teardown()), so the teardown mark precedes what teardown frees.
 

@@ -23,6 +23,7 @@
 #include "core/sys.h"
 #include "interpose/python_allocator_hooks.h"
 #include "python/python_frames.h"
+#include "python/python_object_reuse.h"
 
 namespace leakscope::internal {
 namespace {
@@ -142,7 +143,10 @@ void record_small_objects(void* scope, int minor) {
                  "without the debug checks)");
     return;
   }
-  if (minor >= 10 && minor <= 13 && python_allocator_hooks_install(scope)) return;
+  if (minor >= 10 && minor <= 13 && python_allocator_hooks_install(scope)) {
+    if (minor >= 13) python_object_reuse_watch(scope);
+    return;
+  }
   environment_set("PYTHONMALLOC", "malloc", false);
 }
 

@@ -267,6 +267,37 @@ TEST_P(PythonFrames, SmallObjectsAreRecordedOneByOneWhilePymallocServesThem) {
   EXPECT_LE(found.blocks, 20000 + 2);
 }
 
+// A dict handed out again from CPython's free list, whose memory a temporary dict at another line
+// allocated, is recorded where it is made (3.13's reference tracer; before it, the line of the
+// temporary, docs/PYTHON.md).
+TEST_P(PythonFrames, AnObjectFromAFreeListIsRecordedWhereItIsMade) {
+  if (GetParam().minor < 13) GTEST_SKIP() << "CPython 3." << GetParam().minor << " does not say when it reuses an object";
+  file_ = scratch_dir() + "/run.lsc";
+  const char* script =
+      "import time\n"
+      "LOG = []\n"
+      "def parse(line):\n"
+      "    fields = dict(enumerate(line.split(',')))\n"
+      "    return len(fields)\n"
+      "def handle(i):\n"
+      "    parse('a,b,c')\n"
+      "    LOG.append({'id': i})\n"
+      "for i in range(20000):\n"
+      "    handle(i)\n"
+      "    if i % 1000 == 0:\n"
+      "        time.sleep(0.02)\n";
+  Outcome run = leakscope({"run", "-o", file_, "--", GetParam().path, "-c", script});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file_});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  nlohmann::json parsed = nlohmann::json::parse(report.out);
+  // Each kept dict and its table of keys at the line that makes them, nothing of them at parse; but
+  // a table of keys is no object, and those the interpreter hands out again from its free list of
+  // them (80 at most) stay where they were made.
+  EXPECT_GE(sites_named(parsed, "handle").blocks, 2 * 20000 - 80);
+  EXPECT_LT(sites_named(parsed, "parse").blocks, 100);
+}
+
 // A diff of two runs of a Python service names each changed site by its Python line, not only by
 // the interpreter's function that allocated.
 TEST(PythonDiff, ChangedSitesAreNamedByTheirPythonLine) {
