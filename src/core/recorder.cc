@@ -20,7 +20,6 @@ namespace leakscope::internal {
 namespace {
 
 int g_depth = 64;  // the option's default until recorder_set_depth()
-__thread uintptr_t t_last_alloc __attribute__((tls_model("initial-exec"))) = 0;  // recorder_last_alloc()
 int g_startup_depth = 1;  // likewise, recorder_set_startup_depth(); 0: start-up stacks whole
 constinit std::atomic<uint64_t> g_reserved_bytes{0};  // PROT_NONE bytes mapped and not committed
 
@@ -213,10 +212,13 @@ void recorder_alloc(Domain domain, void* pointer, size_t size) {
   SampleWeight weight = sample_weight(size);
   triple_record_alloc(triple, weight.bytes, weight.blocks);
   put_record(AllocRecord{reinterpret_cast<uintptr_t>(pointer), size, static_cast<TripleId>(triple->id), epoch_current()});
-  t_last_alloc = reinterpret_cast<uintptr_t>(pointer);
+  thread->last_alloc = reinterpret_cast<uintptr_t>(pointer);
 }
 
-uintptr_t recorder_last_alloc() { return t_last_alloc; }
+uintptr_t recorder_last_alloc() {
+  ThreadState* thread = thread_current_if_registered();
+  return thread != nullptr ? thread->last_alloc : 0;
+}
 
 void recorder_renew(void* pointer) {
   runtime_poll_teardown();

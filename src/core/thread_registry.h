@@ -45,6 +45,9 @@ struct ThreadState {
   // accelerator.h); the explicit tasks above come first.
   TaskId annotated_task;
   TripleCacheSlot triple_cache[kTripleCacheSlots];
+  // The block this thread's last recorder_alloc() recorded (recorder_last_alloc()); kept here, not
+  // in a thread-local, as the leak check scans threads' static TLS for pointers to blocks.
+  uintptr_t last_alloc;
   // The thread's stack, for the frame-pointer walk (read on first use; 0 = not yet).
   uintptr_t stack_begin;
   uintptr_t stack_end;
