@@ -1,5 +1,6 @@
 #include "core/runtime.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -150,14 +151,29 @@ int open_output(bool descendant) {
   return fd;
 }
 
-// names_this_library() tells whether the LD_PRELOAD entry `entry` (`length` bytes) is libleakscope.
+// own_path() is the path this library was loaded from, as the loader keeps it ("" when unknown).
+const char* own_path() {
+  static char path[kMaxPathLength];
+  if (path[0] == '\0') {
+    Dl_info self;
+    if (dladdr(reinterpret_cast<void*>(&runtime_init), &self) != 0 && self.dli_fname != nullptr) {
+      snprintf(path, sizeof(path), "%s", self.dli_fname);
+    }
+  }
+  return path;
+}
+
+// names_this_library() tells whether the LD_PRELOAD entry `entry` (`length` bytes) is libleakscope:
+// by its name, or by the path this library was loaded from (a copy under another name).
 bool names_this_library(const char* entry, size_t length) {
   const char* name = entry;
   for (size_t i = 0; i < length; ++i) {
     if (entry[i] == '/') name = entry + i + 1;
   }
   size_t name_length = length - static_cast<size_t>(name - entry);
-  return name_length >= 15 && memcmp(name, "libleakscope.so", 15) == 0;
+  if (name_length >= 15 && memcmp(name, "libleakscope.so", 15) == 0) return true;
+  const char* path = own_path();
+  return strlen(path) == length && memcmp(path, entry, length) == 0;
 }
 
 // preloaded() tells whether LD_PRELOAD names libleakscope. When it does not, the library was
@@ -509,13 +525,14 @@ void runtime_init(RealFunctionResolver resolve_real_functions) {
     return;
   }
   ++leakscope_tls_hook_depth;
-  if (!preloaded()) {
+  // Resolved first: the hooks pass every call on to them even when nothing is tracked.
+  char error[kMaxPathLength + 256];
+  bool ok = resolve_real_functions(error, sizeof(error));
+  if (ok && !preloaded()) {
     g_runtime_state.store(kDisabled, std::memory_order_release);
     leave_outer_bookkeeping();
     return;
   }
-  char error[kMaxPathLength + 256];
-  bool ok = resolve_real_functions(error, sizeof(error));
   options_set_defaults(&g_options);
   ok = ok && options_parse(getenv("LEAKSCOPE_OPTIONS"), &g_options, error, sizeof(error));
   if (ok && g_options.help) sys::write_stderr(options_help_text());

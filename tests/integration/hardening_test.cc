@@ -113,6 +113,20 @@ TEST(Output, TwoProcessesWithOneOutputNameEachGetAReadableFile) {
   EXPECT_EQ(calloc_leaks, 1);
 }
 
+// A copy of the library under another name (a package's versioned file, a copy beside the
+// service) is preloaded all the same: it passes every call on and records them.
+TEST(Preload, ALibraryCopiedUnderAnotherNameTracesTheProgram) {
+  std::string directory = scratch_dir();
+  std::string copy = directory + "/leakscope-copy.so";
+  std::filesystem::copy_file(preload_library(), copy);
+  std::string file = directory + "/copy.lsc";
+  Outcome run = run_program({fixture("alloc_patterns"), "malloc"}, {{"LD_PRELOAD", copy}, {"LEAKSCOPE_OPTIONS", "output=" + file}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  nlohmann::json site = site_at(dump(file, {"--at", "end"}), "leak_with_malloc");
+  EXPECT_EQ(site["live_bytes"], 100000);
+  EXPECT_EQ(site["live_blocks"], 100);
+}
+
 TEST(Output, ChildStartedWithoutTheLineageVariableGetsItsOwnReadableFile) {
   std::string directory = scratch_dir();
   std::string file = directory + "/run.lsc";
