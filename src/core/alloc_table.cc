@@ -1,5 +1,7 @@
 #include "core/alloc_table.h"
 
+#include <string.h>
+
 #include <atomic>
 
 #include "core/internal_alloc.h"
@@ -8,99 +10,111 @@
 namespace leakscope::internal {
 namespace {
 
-// A block in 16 bytes:
-//   word0 = pointer / 16 (43 bits) | birth epoch, low 21 bits
-//   word1 = size (32 bits) | triple id (26 bits) | birth epoch, high 6 bits
-// No block lives at address 0, so word0 == 0 marks an empty slot.
-struct PackedRecord {
-  uint64_t word0;
-  uint64_t word1;
+// A block at a 16-byte aligned address lives in its granule: the 1 KiB of address space it starts
+// in, where at most 64 blocks can start. A granule keeps a bitmap of the positions that hold a
+// block and the blocks' records in address order, so a block's record is found by counting the
+// bits below its own. Blocks allocated one after another mostly share a granule, and so share the
+// cache lines of their records: a hash over single addresses put every record on a line of its
+// own, and every insert and remove of a block that had left the cache paid a memory load.
+constexpr int kGranuleShift = 10;
+constexpr int kPositionShift = 4;
+constexpr uint32_t kPositions = 1u << (kGranuleShift - kPositionShift);
+static_assert(kPositions == 64, "a granule's positions fit one 64-bit bitmap");
+
+struct GranuleRecord {
+  uint64_t size;
+  uint32_t triple;
+  uint32_t birth;
 };
-static_assert(sizeof(PackedRecord) == 16, "a live block costs 16 bytes of slot");
+static_assert(sizeof(GranuleRecord) == 16, "a live block costs 16 bytes of record");
 
-constexpr int kAddressBits = 43;
-constexpr int kBirthLowBits = 64 - kAddressBits;
-constexpr int kSizeBits = 32;
-constexpr int kTripleBits = 26;
-constexpr int kBirthHighBits = 64 - kSizeBits - kTripleBits;
-constexpr uint64_t kAddressMask = (uint64_t{1} << kAddressBits) - 1;
+// One granule holding at least one block: its key (address >> kGranuleShift) with the log2 of its
+// records' room above it, the bitmap of its blocks, and its records. A granule of large or
+// scattered blocks holds a few, kept in the entry itself (room log2 0): no second cache line to
+// load and no memory to take for them. No block starts in the first KiB of address space, so an
+// entry of all zeroes is empty.
+constexpr uint32_t kRecordsInEntry = 3;
 
-inline bool packable_pointer(uintptr_t pointer) {
-  return pointer != 0 && pointer % 16 == 0 && pointer >> (kAddressBits + 4) == 0;
+struct Granule {
+  uint64_t tag;
+  uint64_t present;  // bit i: a block starts at (key << kGranuleShift) + (i << kPositionShift)
+  union {
+    GranuleRecord few[kRecordsInEntry];  // room log2 0
+    GranuleRecord* many;  // room log2 >= kFirstRoomLog2: one per bit of `present`, in address order
+  };
+};
+// Entries of a shard past 2 KiB are mapped whole, page-aligned: each then lies on one cache line.
+static_assert(sizeof(Granule) == 64, "a granule's entry is one cache line");
+
+constexpr int kRoomShift = 56;
+constexpr uint64_t kKeyMask = (uint64_t{1} << kRoomShift) - 1;
+constexpr uint32_t kFirstRoomLog2 = 2;  // past the entry's own room
+
+inline uint64_t key_of(const Granule& granule) { return granule.tag & kKeyMask; }
+inline uint32_t room_log2(const Granule& granule) { return static_cast<uint32_t>(granule.tag >> kRoomShift); }
+inline uint32_t room_of(const Granule& granule) {
+  return room_log2(granule) == 0 ? kRecordsInEntry : 1u << room_log2(granule);
+}
+inline GranuleRecord* records_of(Granule& granule) { return room_log2(granule) == 0 ? granule.few : granule.many; }
+inline const GranuleRecord* records_of(const Granule& granule) {
+  return room_log2(granule) == 0 ? granule.few : granule.many;
 }
 
-inline bool packable(const AllocRecord& record) {
-  return packable_pointer(record.pointer) && record.size >> kSizeBits == 0 && raw(record.triple) >> kTripleBits == 0 &&
-         raw(record.birth) >> (kBirthLowBits + kBirthHighBits) == 0;
+inline bool in_granules(uintptr_t pointer) { return pointer >> kGranuleShift != 0 && pointer % 16 == 0; }
+
+inline GranuleRecord pack(const AllocRecord& record) {
+  return {record.size, raw(record.triple), raw(record.birth)};
 }
 
-inline void store(PackedRecord* slot, const AllocRecord& record) {
-  uint64_t birth = raw(record.birth);
-  slot->word0 = record.pointer >> 4 | birth << kAddressBits;
-  slot->word1 = record.size | static_cast<uint64_t>(raw(record.triple)) << kSizeBits |
-                (birth >> kBirthLowBits) << (kSizeBits + kTripleBits);
+inline AllocRecord unpack(uint64_t key, uint32_t position, const GranuleRecord& record) {
+  return {static_cast<uintptr_t>(key << kGranuleShift | uint64_t{position} << kPositionShift), record.size,
+          static_cast<TripleId>(record.triple), static_cast<Epoch>(record.birth)};
 }
 
-inline AllocRecord unpack(const PackedRecord& slot) {
-  uint64_t birth = slot.word0 >> kAddressBits | (slot.word1 >> (kSizeBits + kTripleBits)) << kBirthLowBits;
-  return {(slot.word0 & kAddressMask) << 4, slot.word1 & ((uint64_t{1} << kSizeBits) - 1),
-          static_cast<TripleId>((slot.word1 >> kSizeBits) & ((uint64_t{1} << kTripleBits) - 1)),
-          static_cast<Epoch>(birth)};
-}
-
-inline uintptr_t pointer_of(const PackedRecord& slot) { return (slot.word0 & kAddressMask) << 4; }
-
-// The side table keeps blocks whose figures do not pack as they are.
-inline void store(AllocRecord* slot, const AllocRecord& record) { *slot = record; }
-inline AllocRecord unpack(const AllocRecord& slot) { return slot; }
-inline uintptr_t pointer_of(const AllocRecord& slot) { return slot.pointer; }
+inline uint64_t spread(uint64_t key) { return key * 0x9e3779b97f4a7c15ull; }
 
 inline uint64_t pointer_hash(uintptr_t pointer) {
-  // Blocks are at least 16-byte aligned; the multiply spreads the remaining bits upwards.
-  return (static_cast<uint64_t>(pointer) >> 4) * 0x9e3779b97f4a7c15ull;
+  // Blocks are at least 8-byte aligned; the multiply spreads the remaining bits upwards.
+  return spread(static_cast<uint64_t>(pointer) >> 3);
 }
 
 // What insert() did with a record.
 enum class Inserted { kNew, kReplacing, kNoMemory };
 
-// One shard: linear probing over a power-of-two number of slots, backward-shift deletion, all
-// under the shard's lock. (Capacities between powers of two would keep the table fuller, but
-// mapping a hash onto them put a multiply before every probe, which cost more time than the
-// memory was worth.)
-template <typename Slot>
-struct alignas(64) Shard {
+// The wide table keeps the blocks at other addresses (8-byte aligned ones, from allocators that
+// hand those out). Its shard: plain records, linear probing over a power-of-two number of slots,
+// backward-shift deletion, all under the shard's lock.
+struct alignas(64) WideShard {
   SpinLock lock;
   uint32_t capacity = 0;
   uint32_t count = 0;
-  Slot* slots = nullptr;
+  AllocRecord* slots = nullptr;
 
   // The shard was picked with the hash's top bits; the home slot uses bits below them.
-  uint32_t home_of(uint64_t hash) const {
-    return static_cast<uint32_t>(hash >> 16) & (capacity - 1);
-  }
+  uint32_t home_of(uint64_t hash) const { return static_cast<uint32_t>(hash >> 16) & (capacity - 1); }
   uint32_t after(uint32_t slot) const { return (slot + 1) & (capacity - 1); }
 
   // find() returns the slot holding `pointer`, or the empty slot that ends its probe run.
   uint32_t find(uintptr_t pointer, uint64_t hash) const {
     uint32_t slot = home_of(hash);
-    while (pointer_of(slots[slot]) != pointer && pointer_of(slots[slot]) != 0) slot = after(slot);
+    while (slots[slot].pointer != pointer && slots[slot].pointer != 0) slot = after(slot);
     return slot;
   }
 
   bool grow() {
     constexpr uint32_t kInitialCapacity = 64;
     uint32_t grown_capacity = capacity == 0 ? kInitialCapacity : capacity * 2;
-    auto* grown = static_cast<Slot*>(internal_alloc(size_t{grown_capacity} * sizeof(Slot)));
+    auto* grown = static_cast<AllocRecord*>(internal_alloc(size_t{grown_capacity} * sizeof(AllocRecord)));
     if (grown == nullptr) return false;
-    Slot* old_slots = slots;
+    AllocRecord* old_slots = slots;
     uint32_t old_capacity = capacity;
     slots = grown;
     capacity = grown_capacity;
     for (uint32_t i = 0; i < old_capacity; ++i) {
-      uintptr_t pointer = pointer_of(old_slots[i]);
+      uintptr_t pointer = old_slots[i].pointer;
       if (pointer != 0) slots[find(pointer, pointer_hash(pointer))] = old_slots[i];
     }
-    if (old_slots != nullptr) internal_free(old_slots, size_t{old_capacity} * sizeof(Slot));
+    if (old_slots != nullptr) internal_free(old_slots, size_t{old_capacity} * sizeof(AllocRecord));
     return true;
   }
 
@@ -109,9 +123,9 @@ struct alignas(64) Shard {
   Inserted insert(const AllocRecord& record, uint64_t hash, AllocRecord* replaced) {
     if ((count + 1) * uint64_t{8} > capacity * uint64_t{7} && !grow()) return Inserted::kNoMemory;
     uint32_t slot = find(record.pointer, hash);
-    bool was_taken = pointer_of(slots[slot]) != 0;
-    if (was_taken) *replaced = unpack(slots[slot]);
-    store(&slots[slot], record);
+    bool was_taken = slots[slot].pointer != 0;
+    if (was_taken) *replaced = slots[slot];
+    slots[slot] = record;
     if (was_taken) return Inserted::kReplacing;
     ++count;
     return Inserted::kNew;
@@ -120,63 +134,202 @@ struct alignas(64) Shard {
   bool remove(uintptr_t pointer, uint64_t hash, AllocRecord* removed) {
     if (count == 0) return false;
     uint32_t hole = find(pointer, hash);
-    if (pointer_of(slots[hole]) == 0) return false;
-    *removed = unpack(slots[hole]);
+    if (slots[hole].pointer == 0) return false;
+    *removed = slots[hole];
     // Close the gap: move back each later member of the run whose home does not lie cyclically
     // in (hole, next].
-    for (uint32_t next = after(hole); pointer_of(slots[next]) != 0; next = after(next)) {
-      uint32_t home = home_of(pointer_hash(pointer_of(slots[next])));
+    for (uint32_t next = after(hole); slots[next].pointer != 0; next = after(next)) {
+      uint32_t home = home_of(pointer_hash(slots[next].pointer));
       bool home_after_hole = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
       if (!home_after_hole) {
         slots[hole] = slots[next];
         hole = next;
       }
     }
-    slots[hole] = Slot{};
+    slots[hole] = AllocRecord{};
     --count;
     return true;
   }
+
+  template <typename Emit>
+  void each(Emit&& emit) const {
+    for (uint32_t i = 0; i < capacity; ++i) {
+      if (slots[i].pointer != 0) emit(slots[i]);
+    }
+  }
+
+  uint64_t blocks() const { return count; }
+  uint64_t bytes() const { return uint64_t{capacity} * sizeof(AllocRecord); }
 };
 
-// Shards of one slot kind, picked by the hash's top bits.
-template <typename Slot, int kShardBits>
+// The granule table's shard: the granules whose key hashes to it, by linear probing with
+// backward-shift deletion, and their records, all under the shard's lock.
+struct alignas(64) GranuleShard {
+  SpinLock lock;
+  uint32_t capacity = 0;  // granule entries
+  uint32_t count = 0;     // granules holding a block
+  uint64_t block_count = 0;
+  uint64_t record_bytes = 0;  // the records' room, all granules
+  Granule* granules = nullptr;
+
+  uint32_t home_of(uint64_t hash) const { return static_cast<uint32_t>(hash >> 16) & (capacity - 1); }
+  uint32_t after(uint32_t slot) const { return (slot + 1) & (capacity - 1); }
+
+  uint32_t find(uint64_t key, uint64_t hash) const {
+    uint32_t slot = home_of(hash);
+    while (key_of(granules[slot]) != key && granules[slot].tag != 0) slot = after(slot);
+    return slot;
+  }
+
+  bool grow() {
+    constexpr uint32_t kInitialCapacity = 16;
+    uint32_t grown_capacity = capacity == 0 ? kInitialCapacity : capacity * 2;
+    auto* grown = static_cast<Granule*>(internal_alloc(size_t{grown_capacity} * sizeof(Granule)));
+    if (grown == nullptr) return false;
+    Granule* old_granules = granules;
+    uint32_t old_capacity = capacity;
+    granules = grown;
+    capacity = grown_capacity;
+    for (uint32_t i = 0; i < old_capacity; ++i) {
+      uint64_t key = key_of(old_granules[i]);
+      if (key != 0) granules[find(key, spread(key))] = old_granules[i];
+    }
+    if (old_granules != nullptr) internal_free(old_granules, size_t{old_capacity} * sizeof(Granule));
+    return true;
+  }
+
+  // erase() empties entry `hole`, moving back each later member of its run whose home does not lie
+  // cyclically in (hole, next].
+  void erase(uint32_t hole) {
+    for (uint32_t next = after(hole); granules[next].tag != 0; next = after(next)) {
+      uint32_t home = home_of(spread(key_of(granules[next])));
+      bool home_after_hole = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
+      if (!home_after_hole) {
+        granules[hole] = granules[next];
+        hole = next;
+      }
+    }
+    granules[hole] = Granule{};
+    --count;
+  }
+
+  // set_room() moves `granule`'s records into room for 2^log2 of them (log2 0: the entry itself,
+  // which holds kRecordsInEntry); false without memory.
+  bool set_room(Granule& granule, uint32_t log2) {
+    uint32_t held = static_cast<uint32_t>(__builtin_popcountll(granule.present));
+    GranuleRecord* old_records = room_log2(granule) == 0 ? nullptr : granule.many;
+    uint32_t old_room = room_of(granule);
+    if (log2 == 0) {
+      memcpy(granule.few, old_records, size_t{held} * sizeof(GranuleRecord));
+    } else {
+      auto* moved = static_cast<GranuleRecord*>(internal_alloc(sizeof(GranuleRecord) << log2));
+      if (moved == nullptr) return false;
+      memcpy(moved, records_of(granule), size_t{held} * sizeof(GranuleRecord));
+      granule.many = moved;
+      record_bytes += sizeof(GranuleRecord) << log2;
+    }
+    if (old_records != nullptr) {
+      internal_free(old_records, size_t{old_room} * sizeof(GranuleRecord));
+      record_bytes -= size_t{old_room} * sizeof(GranuleRecord);
+    }
+    granule.tag = key_of(granule) | uint64_t{log2} << kRoomShift;
+    return true;
+  }
+
+  Inserted insert(const AllocRecord& record, uint64_t key, uint64_t hash, AllocRecord* replaced) {
+    if ((count + 1) * uint64_t{8} > capacity * uint64_t{7} && !grow()) return Inserted::kNoMemory;
+    uint32_t slot = find(key, hash);
+    Granule& granule = granules[slot];
+    if (granule.tag == 0) {
+      granule.tag = key;
+      ++count;
+    }
+    uint32_t position = static_cast<uint32_t>(record.pointer >> kPositionShift) & (kPositions - 1);
+    uint64_t bit = uint64_t{1} << position;
+    uint32_t rank = static_cast<uint32_t>(__builtin_popcountll(granule.present & (bit - 1)));
+    if (granule.present & bit) {
+      *replaced = unpack(key, position, records_of(granule)[rank]);
+      records_of(granule)[rank] = pack(record);
+      return Inserted::kReplacing;
+    }
+    uint32_t held = static_cast<uint32_t>(__builtin_popcountll(granule.present));
+    // A new granule's first block goes into its entry: only a granule that holds some can run short.
+    if (held == room_of(granule) &&
+        !set_room(granule, room_log2(granule) == 0 ? kFirstRoomLog2 : room_log2(granule) + 1)) {
+      return Inserted::kNoMemory;
+    }
+    GranuleRecord* records = records_of(granule);
+    memmove(records + rank + 1, records + rank, size_t{held - rank} * sizeof(GranuleRecord));
+    records[rank] = pack(record);
+    granule.present |= bit;
+    ++block_count;
+    return Inserted::kNew;
+  }
+
+  bool remove(uintptr_t pointer, uint64_t key, uint64_t hash, AllocRecord* removed) {
+    if (count == 0) return false;
+    uint32_t slot = find(key, hash);
+    Granule& granule = granules[slot];
+    uint32_t position = static_cast<uint32_t>(pointer >> kPositionShift) & (kPositions - 1);
+    uint64_t bit = uint64_t{1} << position;
+    if (granule.tag == 0 || (granule.present & bit) == 0) return false;
+    uint32_t rank = static_cast<uint32_t>(__builtin_popcountll(granule.present & (bit - 1)));
+    uint32_t held = static_cast<uint32_t>(__builtin_popcountll(granule.present));
+    GranuleRecord* records = records_of(granule);
+    *removed = unpack(key, position, records[rank]);
+    memmove(records + rank, records + rank + 1, size_t{held - rank - 1} * sizeof(GranuleRecord));
+    granule.present &= ~bit;
+    --block_count;
+    if (granule.present == 0) {
+      if (room_log2(granule) != 0) set_room(granule, 0);  // to the entry: takes no memory
+      erase(slot);
+    } else if (room_log2(granule) != 0 && held - 1 <= room_of(granule) / 4) {
+      // Without memory the room stays as it is.
+      set_room(granule, held - 1 <= kRecordsInEntry ? 0 : room_log2(granule) - 1);
+    }
+    return true;
+  }
+
+  template <typename Emit>
+  void each(Emit&& emit) const {
+    for (uint32_t i = 0; i < capacity; ++i) {
+      const Granule& granule = granules[i];
+      const GranuleRecord* records = records_of(granule);
+      uint32_t rank = 0;
+      for (uint64_t bits = granule.present; bits != 0; bits &= bits - 1) {
+        emit(unpack(key_of(granule), static_cast<uint32_t>(__builtin_ctzll(bits)), records[rank++]));
+      }
+    }
+  }
+
+  uint64_t blocks() const { return block_count; }
+  uint64_t bytes() const { return uint64_t{capacity} * sizeof(Granule) + record_bytes; }
+};
+
+// Shards picked by the hash's top bits.
+template <typename Shard, int kShardBits>
 class ShardSet {
  public:
   static constexpr uint32_t kShards = 1u << kShardBits;
 
-  Shard<Slot>& shard_of(uint64_t hash) { return shards_[hash >> (64 - kShardBits)]; }
+  Shard& shard_of(uint64_t hash) { return shards_[hash >> (64 - kShardBits)]; }
 
-  Inserted insert(const AllocRecord& record, AllocRecord* replaced) {
-    uint64_t hash = pointer_hash(record.pointer);
-    Shard<Slot>& shard = shard_of(hash);
-    SpinLockGuard guard(shard.lock);
-    return shard.insert(record, hash, replaced);
-  }
-
-  bool remove(uintptr_t pointer, AllocRecord* removed) {
-    uint64_t hash = pointer_hash(pointer);
-    Shard<Slot>& shard = shard_of(hash);
-    SpinLockGuard guard(shard.lock);
-    return shard.remove(pointer, hash, removed);
-  }
-
-  // visit() hands the live records over in batches, unpacked. Small batches: a fatal-signal
-  // snapshot may run on a small alternate signal stack.
-  // With `locked`, the caller holds every shard's lock already (lock_all()).
+  // visit() hands the live records over in batches. Small batches: a fatal-signal snapshot may
+  // run on a small alternate signal stack. With `locked`, the caller holds every shard's lock
+  // already (lock_all()).
   void visit(void (*visit)(const AllocRecord*, uint32_t, void*), void* context, bool locked = false) {
     constexpr uint32_t kBatch = 64;
     AllocRecord batch[kBatch];
-    for (Shard<Slot>& shard : shards_) {
+    for (Shard& shard : shards_) {
       if (!locked) shard.lock.lock();
       uint32_t filled = 0;
-      for (uint32_t i = 0; i < shard.capacity; ++i) {
-        if (pointer_of(shard.slots[i]) == 0) continue;
-        batch[filled++] = unpack(shard.slots[i]);
+      shard.each([&](const AllocRecord& record) {
+        batch[filled++] = record;
         if (filled == kBatch) {
           visit(batch, filled, context);
           filled = 0;
         }
-      }
+      });
       if (filled != 0) visit(batch, filled, context);
       if (!locked) shard.lock.unlock();
     }
@@ -184,100 +337,114 @@ class ShardSet {
 
   uint64_t live() const {
     uint64_t total = 0;
-    for (const Shard<Slot>& shard : shards_) total += shard.count;
+    for (const Shard& shard : shards_) total += shard.blocks();
     return total;
   }
 
-  uint64_t slot_bytes() const {
+  uint64_t bytes() const {
     uint64_t total = 0;
-    for (const Shard<Slot>& shard : shards_) total += uint64_t{shard.capacity} * sizeof(Slot);
+    for (const Shard& shard : shards_) total += shard.bytes();
     return total;
   }
 
   void lock_all() {
-    for (Shard<Slot>& shard : shards_) shard.lock.lock();
+    for (Shard& shard : shards_) shard.lock.lock();
   }
   void unlock_all() {
-    for (Shard<Slot>& shard : shards_) shard.lock.unlock();
+    for (Shard& shard : shards_) shard.lock.unlock();
   }
   void reset_locks_after_fork() {
-    for (Shard<Slot>& shard : shards_) shard.lock.reset_after_fork();
+    for (Shard& shard : shards_) shard.lock.reset_after_fork();
   }
 
- private:
-  Shard<Slot> shards_[kShards];
+  private:
+  Shard shards_[kShards];
 };
 
-static_assert(kAllocTableShards == 1u << 9, "the packed table has 2^9 shards");
+static_assert(kAllocTableShards == 1u << 9, "the granule table has 2^9 shards");
 
 // constinit, as every runtime global: the table is in use before this library's constructors run.
-constinit ShardSet<PackedRecord, 9> g_packed;
-constinit ShardSet<AllocRecord, 4> g_wide;
+constinit ShardSet<GranuleShard, 9> g_granules;
+constinit ShardSet<WideShard, 4> g_wide;
 // Blocks in g_wide. An increment is made before the block's pointer reaches the program, so any
 // free of it, ordered after by the program, sees a non-zero count.
 constinit std::atomic<uint64_t> g_wide_live{0};
 
-bool wide_in_use() { return g_wide_live.load(std::memory_order_relaxed) != 0; }
+Inserted insert_granule(const AllocRecord& record, AllocRecord* replaced) {
+  uint64_t key = record.pointer >> kGranuleShift;
+  uint64_t hash = spread(key);
+  GranuleShard& shard = g_granules.shard_of(hash);
+  SpinLockGuard guard(shard.lock);
+  return shard.insert(record, key, hash, replaced);
+}
+
+bool remove_granule(uintptr_t pointer, AllocRecord* removed) {
+  uint64_t key = pointer >> kGranuleShift;
+  uint64_t hash = spread(key);
+  GranuleShard& shard = g_granules.shard_of(hash);
+  SpinLockGuard guard(shard.lock);
+  return shard.remove(pointer, key, hash, removed);
+}
 
 bool insert_wide(const AllocRecord& record, AllocRecord* replaced) {
-  Inserted inserted = g_wide.insert(record, replaced);
+  uint64_t hash = pointer_hash(record.pointer);
+  WideShard& shard = g_wide.shard_of(hash);
+  Inserted inserted;
+  {
+    SpinLockGuard guard(shard.lock);
+    inserted = shard.insert(record, hash, replaced);
+  }
   if (inserted == Inserted::kNew) g_wide_live.fetch_add(1, std::memory_order_relaxed);
   return inserted == Inserted::kReplacing;
 }
 
 bool remove_wide(uintptr_t pointer, AllocRecord* removed) {
-  if (!wide_in_use() || !g_wide.remove(pointer, removed)) return false;
+  if (g_wide_live.load(std::memory_order_relaxed) == 0) return false;
+  uint64_t hash = pointer_hash(pointer);
+  WideShard& shard = g_wide.shard_of(hash);
+  {
+    SpinLockGuard guard(shard.lock);
+    if (!shard.remove(pointer, hash, removed)) return false;
+  }
   g_wide_live.fetch_sub(1, std::memory_order_relaxed);
   return true;
 }
 
 }  // namespace
 
-// A block's address lives in one table at a time: inserting into one first takes any stale record
-// at that address out of the other.
 bool alloc_table_insert(const AllocRecord& record, AllocRecord* replaced) {
   if (record.pointer == 0) return false;  // 0 marks an empty slot; nothing lives there
-  if (packable(record)) {
-    if (remove_wide(record.pointer, replaced)) {
-      g_packed.insert(record, replaced);
-      return true;
-    }
-    return g_packed.insert(record, replaced) == Inserted::kReplacing;
-  }
-  if (packable_pointer(record.pointer) && g_packed.remove(record.pointer, replaced)) {
-    insert_wide(record, replaced);
-    return true;
-  }
+  if (in_granules(record.pointer)) return insert_granule(record, replaced) == Inserted::kReplacing;
   return insert_wide(record, replaced);
 }
 
 bool alloc_table_remove(uintptr_t pointer, AllocRecord* removed) {
   if (pointer == 0) return false;
-  if (packable_pointer(pointer) && g_packed.remove(pointer, removed)) return true;
+  if (in_granules(pointer)) return remove_granule(pointer, removed);
   return remove_wide(pointer, removed);
 }
 
 void alloc_table_visit(void (*visit)(const AllocRecord*, uint32_t, void*), void* context) {
-  g_packed.visit(visit, context);
+  g_granules.visit(visit, context);
   g_wide.visit(visit, context);
 }
 
-uint64_t alloc_table_live_blocks() { return g_packed.live() + g_wide.live(); }
+uint64_t alloc_table_live_blocks() { return g_granules.live() + g_wide.live(); }
 
-uint64_t alloc_table_slot_bytes() { return g_packed.slot_bytes() + g_wide.slot_bytes(); }
+uint64_t alloc_table_slot_bytes() { return g_granules.bytes() + g_wide.bytes(); }
 
 void alloc_table_lock_all() {
-  g_packed.lock_all();
+  g_granules.lock_all();
   g_wide.lock_all();
 }
 
 void alloc_table_unlock_all() {
   g_wide.unlock_all();
-  g_packed.unlock_all();
+  g_granules.unlock_all();
 }
 
 void alloc_table_visit_locked(void (*visit)(const AllocRecord*, uint32_t, void*), void* context) {
-  g_packed.visit(visit, context, true);
+  g_granules.visit(visit, context, true);
   g_wide.visit(visit, context, true);
 }
 
@@ -285,7 +452,7 @@ void alloc_table_before_fork() { alloc_table_lock_all(); }
 void alloc_table_after_fork_parent() { alloc_table_unlock_all(); }
 void alloc_table_after_fork_child() {
   g_wide.reset_locks_after_fork();
-  g_packed.reset_locks_after_fork();
+  g_granules.reset_locks_after_fork();
 }
 
 }  // namespace leakscope::internal

@@ -1,14 +1,17 @@
 // File: alloc_table.h
 //
-// The allocation table: every live heap block, pointer -> (size, triple, birth epoch). Sharded by
-// pointer hash (kAllocTableShards shards, each open addressing with linear probing and
-// backward-shift deletion under its own spin lock), so threads rarely meet on a lock.
+// The allocation table: every live heap block, pointer -> (size, triple, birth epoch). A block at a
+// 16-byte aligned address (every block glibc's malloc and pymalloc hand out) is kept with the
+// others of its granule, the 1 KiB of address space it starts in: a bitmap of the 64 places a
+// block can start there, and a 16-byte record per block in address order. Granules are found by
+// key in kAllocTableShards shards (each open addressing with linear probing and backward-shift
+// deletion under its own spin lock), so threads rarely meet on a lock, and blocks allocated one
+// after another share a granule and its cache lines. Blocks at other addresses keep a plain
+// 24-byte record in a small side table; lookups only go there while it holds something.
 //
-// A block costs 16 bytes of slot: its figures are packed (see alloc_table.cc) into two words, which
-// holds for every block below 4 GiB at a 16-byte aligned address under 2^47, with fewer than 2^26
-// triples and 2^27 epochs (four years at 1 s snapshots). Blocks outside that keep a plain 24-byte
-// record in a small side table; lookups only go there while it holds something. Shards double at
-// 7/8 load, so slots stay 44-88 % used: 18-37 bytes per live block.
+// A block costs its 16-byte record in room that doubles as its granule fills (and halves as it
+// empties), plus a share of its granule's 32-byte entry in shards that double at 7/8 load (see
+// docs/RUNTIME.md for the figures measured).
 #ifndef LEAKSCOPE_CORE_ALLOC_TABLE_H_
 #define LEAKSCOPE_CORE_ALLOC_TABLE_H_
 
