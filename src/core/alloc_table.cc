@@ -175,6 +175,15 @@ struct alignas(64) GranuleShard {
   uint32_t home_of(uint64_t hash) const { return static_cast<uint32_t>(hash >> 16) & (capacity - 1); }
   uint32_t after(uint32_t slot) const { return (slot + 1) & (capacity - 1); }
 
+  // prefetch() starts loading the entry `hash` leads to before the lock is taken, so that the lock
+  // is held for less than a memory load. Read without the lock: the entries may be moving to a
+  // larger array, and a prefetch of the old one is harmless.
+  void prefetch(uint64_t hash) const {
+    const Granule* entries = __atomic_load_n(&granules, __ATOMIC_RELAXED);
+    uint32_t room = __atomic_load_n(&capacity, __ATOMIC_RELAXED);
+    if (entries != nullptr) __builtin_prefetch(&entries[static_cast<uint32_t>(hash >> 16) & (room - 1)]);
+  }
+
   uint32_t find(uint64_t key, uint64_t hash) const {
     uint32_t slot = home_of(hash);
     while (key_of(granules[slot]) != key && granules[slot].tag != 0) slot = after(slot);
@@ -374,6 +383,7 @@ Inserted insert_granule(const AllocRecord& record, AllocRecord* replaced) {
   uint64_t key = record.pointer >> kGranuleShift;
   uint64_t hash = spread(key);
   GranuleShard& shard = g_granules.shard_of(hash);
+  shard.prefetch(hash);
   SpinLockGuard guard(shard.lock);
   return shard.insert(record, key, hash, replaced);
 }
@@ -382,6 +392,7 @@ bool remove_granule(uintptr_t pointer, AllocRecord* removed) {
   uint64_t key = pointer >> kGranuleShift;
   uint64_t hash = spread(key);
   GranuleShard& shard = g_granules.shard_of(hash);
+  shard.prefetch(hash);
   SpinLockGuard guard(shard.lock);
   return shard.remove(pointer, key, hash, removed);
 }
