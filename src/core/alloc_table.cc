@@ -81,146 +81,128 @@ inline uint64_t pointer_hash(uintptr_t pointer) {
 // What insert() did with a record.
 enum class Inserted { kNew, kReplacing, kNoMemory };
 
-// The wide table keeps the blocks at other addresses (8-byte aligned ones, from allocators that
-// hand those out). Its shard: plain records, linear probing over a power-of-two number of slots,
-// backward-shift deletion, all under the shard's lock.
-struct alignas(64) WideShard {
-  SpinLock lock;
+// ProbedSlots: a power-of-two array of slots with linear probing and backward-shift deletion,
+// doubled at 7/8 load. Keys says what a slot's key is (0: the slot is empty) and how a key
+// hashes; the shard that owns the slots was picked with the hash's top bits, so a home slot is
+// taken from the bits below them.
+template <typename Slot, typename Keys, uint32_t kInitialCapacity>
+struct ProbedSlots {
   uint32_t capacity = 0;
   uint32_t count = 0;
-  AllocRecord* slots = nullptr;
+  Slot* slots = nullptr;
 
-  // The shard was picked with the hash's top bits; the home slot uses bits below them.
   uint32_t home_of(uint64_t hash) const { return static_cast<uint32_t>(hash >> 16) & (capacity - 1); }
   uint32_t after(uint32_t slot) const { return (slot + 1) & (capacity - 1); }
 
-  // find() returns the slot holding `pointer`, or the empty slot that ends its probe run.
-  uint32_t find(uintptr_t pointer, uint64_t hash) const {
+  // find() returns the slot holding `key`, or the empty slot that ends its probe run.
+  uint32_t find(uint64_t key, uint64_t hash) const {
     uint32_t slot = home_of(hash);
-    while (slots[slot].pointer != pointer && slots[slot].pointer != 0) slot = after(slot);
+    while (Keys::key(slots[slot]) != key && Keys::key(slots[slot]) != 0) slot = after(slot);
     return slot;
   }
 
-  bool grow() {
-    constexpr uint32_t kInitialCapacity = 64;
+  // prefetch() starts loading the slot `hash` leads to before the owner's lock is taken, so that
+  // the lock is held for less than a memory load. Read without the lock: the slots may be moving
+  // to a larger array, and a prefetch of the old one is harmless.
+  void prefetch(uint64_t hash) const {
+    const Slot* current = __atomic_load_n(&slots, __ATOMIC_RELAXED);
+    uint32_t room = __atomic_load_n(&capacity, __ATOMIC_RELAXED);
+    if (current != nullptr) __builtin_prefetch(&current[static_cast<uint32_t>(hash >> 16) & (room - 1)]);
+  }
+
+  // make_room() doubles the slots when one more key would fill more than 7/8 of them; false
+  // without memory.
+  bool make_room() {
+    if ((count + 1) * uint64_t{8} <= capacity * uint64_t{7}) return true;
     uint32_t grown_capacity = capacity == 0 ? kInitialCapacity : capacity * 2;
-    auto* grown = static_cast<AllocRecord*>(internal_alloc(size_t{grown_capacity} * sizeof(AllocRecord)));
+    auto* grown = static_cast<Slot*>(internal_alloc(size_t{grown_capacity} * sizeof(Slot)));
     if (grown == nullptr) return false;
-    AllocRecord* old_slots = slots;
+    Slot* old_slots = slots;
     uint32_t old_capacity = capacity;
     slots = grown;
     capacity = grown_capacity;
     for (uint32_t i = 0; i < old_capacity; ++i) {
-      uintptr_t pointer = old_slots[i].pointer;
-      if (pointer != 0) slots[find(pointer, pointer_hash(pointer))] = old_slots[i];
+      uint64_t key = Keys::key(old_slots[i]);
+      if (key != 0) slots[find(key, Keys::hash(key))] = old_slots[i];
     }
-    if (old_slots != nullptr) internal_free(old_slots, size_t{old_capacity} * sizeof(AllocRecord));
+    if (old_slots != nullptr) internal_free(old_slots, size_t{old_capacity} * sizeof(Slot));
     return true;
   }
 
-  // insert() places `record`; when its address was taken, the old record goes to *replaced. With
-  // memory exhausted the block goes untracked.
-  Inserted insert(const AllocRecord& record, uint64_t hash, AllocRecord* replaced) {
-    if ((count + 1) * uint64_t{8} > capacity * uint64_t{7} && !grow()) return Inserted::kNoMemory;
-    uint32_t slot = find(record.pointer, hash);
-    bool was_taken = slots[slot].pointer != 0;
-    if (was_taken) *replaced = slots[slot];
-    slots[slot] = record;
-    if (was_taken) return Inserted::kReplacing;
-    ++count;
-    return Inserted::kNew;
-  }
-
-  bool remove(uintptr_t pointer, uint64_t hash, AllocRecord* removed) {
-    if (count == 0) return false;
-    uint32_t hole = find(pointer, hash);
-    if (slots[hole].pointer == 0) return false;
-    *removed = slots[hole];
-    // Close the gap: move back each later member of the run whose home does not lie cyclically
-    // in (hole, next].
-    for (uint32_t next = after(hole); slots[next].pointer != 0; next = after(next)) {
-      uint32_t home = home_of(pointer_hash(slots[next].pointer));
+  // erase() empties slot `hole`, moving back each later member of its run whose home does not lie
+  // cyclically in (hole, next].
+  void erase(uint32_t hole) {
+    for (uint32_t next = after(hole); Keys::key(slots[next]) != 0; next = after(next)) {
+      uint32_t home = home_of(Keys::hash(Keys::key(slots[next])));
       bool home_after_hole = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
       if (!home_after_hole) {
         slots[hole] = slots[next];
         hole = next;
       }
     }
-    slots[hole] = AllocRecord{};
+    slots[hole] = Slot{};
     --count;
+  }
+
+  uint64_t bytes() const { return uint64_t{capacity} * sizeof(Slot); }
+};
+
+// The wide table keeps the blocks at other addresses (8-byte aligned ones, from allocators that
+// hand those out) as plain records, a slot each, under its shard's lock.
+struct WideKeys {
+  static uint64_t key(const AllocRecord& slot) { return slot.pointer; }
+  static uint64_t hash(uint64_t pointer) { return pointer_hash(pointer); }
+};
+
+struct alignas(64) WideShard {
+  SpinLock lock;
+  ProbedSlots<AllocRecord, WideKeys, 64> table;
+
+  // insert() places `record`; when its address was taken, the old record goes to *replaced. With
+  // memory exhausted the block goes untracked.
+  Inserted insert(const AllocRecord& record, uint64_t hash, AllocRecord* replaced) {
+    if (!table.make_room()) return Inserted::kNoMemory;
+    AllocRecord& slot = table.slots[table.find(record.pointer, hash)];
+    bool was_taken = slot.pointer != 0;
+    if (was_taken) *replaced = slot;
+    slot = record;
+    if (was_taken) return Inserted::kReplacing;
+    ++table.count;
+    return Inserted::kNew;
+  }
+
+  bool remove(uintptr_t pointer, uint64_t hash, AllocRecord* removed) {
+    if (table.count == 0) return false;
+    uint32_t slot = table.find(pointer, hash);
+    if (table.slots[slot].pointer == 0) return false;
+    *removed = table.slots[slot];
+    table.erase(slot);
     return true;
   }
 
   template <typename Emit>
   void each(Emit&& emit) const {
-    for (uint32_t i = 0; i < capacity; ++i) {
-      if (slots[i].pointer != 0) emit(slots[i]);
+    for (uint32_t i = 0; i < table.capacity; ++i) {
+      if (table.slots[i].pointer != 0) emit(table.slots[i]);
     }
   }
 
-  uint64_t blocks() const { return count; }
-  uint64_t bytes() const { return uint64_t{capacity} * sizeof(AllocRecord); }
+  uint64_t blocks() const { return table.count; }
+  uint64_t bytes() const { return table.bytes(); }
 };
 
-// The granule table's shard: the granules whose key hashes to it, by linear probing with
-// backward-shift deletion, and their records, all under the shard's lock.
+// The granule table's shard: the granules whose key hashes to it, and their records, under the
+// shard's lock.
+struct GranuleKeys {
+  static uint64_t key(const Granule& granule) { return key_of(granule); }
+  static uint64_t hash(uint64_t key) { return spread(key); }
+};
+
 struct alignas(64) GranuleShard {
   SpinLock lock;
-  uint32_t capacity = 0;  // granule entries
-  uint32_t count = 0;     // granules holding a block
+  ProbedSlots<Granule, GranuleKeys, 16> table;
   uint64_t block_count = 0;
-  uint64_t record_bytes = 0;  // the records' room, all granules
-  Granule* granules = nullptr;
-
-  uint32_t home_of(uint64_t hash) const { return static_cast<uint32_t>(hash >> 16) & (capacity - 1); }
-  uint32_t after(uint32_t slot) const { return (slot + 1) & (capacity - 1); }
-
-  // prefetch() starts loading the entry `hash` leads to before the lock is taken, so that the lock
-  // is held for less than a memory load. Read without the lock: the entries may be moving to a
-  // larger array, and a prefetch of the old one is harmless.
-  void prefetch(uint64_t hash) const {
-    const Granule* entries = __atomic_load_n(&granules, __ATOMIC_RELAXED);
-    uint32_t room = __atomic_load_n(&capacity, __ATOMIC_RELAXED);
-    if (entries != nullptr) __builtin_prefetch(&entries[static_cast<uint32_t>(hash >> 16) & (room - 1)]);
-  }
-
-  uint32_t find(uint64_t key, uint64_t hash) const {
-    uint32_t slot = home_of(hash);
-    while (key_of(granules[slot]) != key && granules[slot].tag != 0) slot = after(slot);
-    return slot;
-  }
-
-  bool grow() {
-    constexpr uint32_t kInitialCapacity = 16;
-    uint32_t grown_capacity = capacity == 0 ? kInitialCapacity : capacity * 2;
-    auto* grown = static_cast<Granule*>(internal_alloc(size_t{grown_capacity} * sizeof(Granule)));
-    if (grown == nullptr) return false;
-    Granule* old_granules = granules;
-    uint32_t old_capacity = capacity;
-    granules = grown;
-    capacity = grown_capacity;
-    for (uint32_t i = 0; i < old_capacity; ++i) {
-      uint64_t key = key_of(old_granules[i]);
-      if (key != 0) granules[find(key, spread(key))] = old_granules[i];
-    }
-    if (old_granules != nullptr) internal_free(old_granules, size_t{old_capacity} * sizeof(Granule));
-    return true;
-  }
-
-  // erase() empties entry `hole`, moving back each later member of its run whose home does not lie
-  // cyclically in (hole, next].
-  void erase(uint32_t hole) {
-    for (uint32_t next = after(hole); granules[next].tag != 0; next = after(next)) {
-      uint32_t home = home_of(spread(key_of(granules[next])));
-      bool home_after_hole = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
-      if (!home_after_hole) {
-        granules[hole] = granules[next];
-        hole = next;
-      }
-    }
-    granules[hole] = Granule{};
-    --count;
-  }
+  uint64_t record_bytes = 0;  // the records' room outside the entries, all granules
 
   // set_room() moves `granule`'s records into room for 2^log2 of them (log2 0: the entry itself,
   // which holds kRecordsInEntry); false without memory.
@@ -246,12 +228,11 @@ struct alignas(64) GranuleShard {
   }
 
   Inserted insert(const AllocRecord& record, uint64_t key, uint64_t hash, AllocRecord* replaced) {
-    if ((count + 1) * uint64_t{8} > capacity * uint64_t{7} && !grow()) return Inserted::kNoMemory;
-    uint32_t slot = find(key, hash);
-    Granule& granule = granules[slot];
+    if (!table.make_room()) return Inserted::kNoMemory;
+    Granule& granule = table.slots[table.find(key, hash)];
     if (granule.tag == 0) {
       granule.tag = key;
-      ++count;
+      ++table.count;
     }
     uint32_t position = static_cast<uint32_t>(record.pointer >> kPositionShift) & (kPositions - 1);
     uint64_t bit = uint64_t{1} << position;
@@ -276,9 +257,9 @@ struct alignas(64) GranuleShard {
   }
 
   bool remove(uintptr_t pointer, uint64_t key, uint64_t hash, AllocRecord* removed) {
-    if (count == 0) return false;
-    uint32_t slot = find(key, hash);
-    Granule& granule = granules[slot];
+    if (table.count == 0) return false;
+    uint32_t slot = table.find(key, hash);
+    Granule& granule = table.slots[slot];
     uint32_t position = static_cast<uint32_t>(pointer >> kPositionShift) & (kPositions - 1);
     uint64_t bit = uint64_t{1} << position;
     if (granule.tag == 0 || (granule.present & bit) == 0) return false;
@@ -291,7 +272,7 @@ struct alignas(64) GranuleShard {
     --block_count;
     if (granule.present == 0) {
       if (room_log2(granule) != 0) set_room(granule, 0);  // to the entry: takes no memory
-      erase(slot);
+      table.erase(slot);
     } else if (room_log2(granule) != 0 && held - 1 <= room_of(granule) / 4) {
       // Without memory the room stays as it is.
       set_room(granule, held - 1 <= kRecordsInEntry ? 0 : room_log2(granule) - 1);
@@ -301,8 +282,8 @@ struct alignas(64) GranuleShard {
 
   template <typename Emit>
   void each(Emit&& emit) const {
-    for (uint32_t i = 0; i < capacity; ++i) {
-      const Granule& granule = granules[i];
+    for (uint32_t i = 0; i < table.capacity; ++i) {
+      const Granule& granule = table.slots[i];
       const GranuleRecord* records = records_of(granule);
       uint32_t rank = 0;
       for (uint64_t bits = granule.present; bits != 0; bits &= bits - 1) {
@@ -312,7 +293,7 @@ struct alignas(64) GranuleShard {
   }
 
   uint64_t blocks() const { return block_count; }
-  uint64_t bytes() const { return uint64_t{capacity} * sizeof(Granule) + record_bytes; }
+  uint64_t bytes() const { return table.bytes() + record_bytes; }
 };
 
 // Shards picked by the hash's top bits.
@@ -383,7 +364,7 @@ Inserted insert_granule(const AllocRecord& record, AllocRecord* replaced) {
   uint64_t key = record.pointer >> kGranuleShift;
   uint64_t hash = spread(key);
   GranuleShard& shard = g_granules.shard_of(hash);
-  shard.prefetch(hash);
+  shard.table.prefetch(hash);
   SpinLockGuard guard(shard.lock);
   return shard.insert(record, key, hash, replaced);
 }
@@ -392,7 +373,7 @@ bool remove_granule(uintptr_t pointer, AllocRecord* removed) {
   uint64_t key = pointer >> kGranuleShift;
   uint64_t hash = spread(key);
   GranuleShard& shard = g_granules.shard_of(hash);
-  shard.prefetch(hash);
+  shard.table.prefetch(hash);
   SpinLockGuard guard(shard.lock);
   return shard.remove(pointer, key, hash, removed);
 }
