@@ -9,9 +9,10 @@
 // after another share a granule and its cache lines. Blocks at other addresses keep a plain
 // 24-byte record in a small side table; lookups only go there while it holds something.
 //
-// A block costs its 16-byte record in room that doubles as its granule fills (and halves as it
-// empties), plus a share of its granule's 32-byte entry in shards that double at 7/8 load (see
-// docs/RUNTIME.md for the figures measured).
+// A block costs its 16-byte record, kept in its granule's 64-byte entry while the granule holds
+// three or fewer, else in room beside it that doubles as the granule fills (and halves as it
+// empties), plus a share of the entry in shards that double at 7/8 load (see docs/RUNTIME.md for
+// the figures measured).
 #ifndef LEAKSCOPE_CORE_ALLOC_TABLE_H_
 #define LEAKSCOPE_CORE_ALLOC_TABLE_H_
 
