@@ -56,13 +56,15 @@ Function real(Function& slot, const char* name, std::atomic<uint32_t>& missed) {
 
 template <typename Throwing, typename Nothrow>
 LS_ALWAYS_INLINE void* new_recorded(size_t size, Throwing&& throwing, Nothrow&& nothrow) {
-  if (recorder_skips_alloc(size) || !hook_should_record()) return throwing();
+  bool skipped = recorder_skips_alloc(size);  // still inside an AllocatorCall (recorded_calls.h)
+  if (!skipped && !hook_should_record()) return throwing();
   void* block;
   {
     AllocatorCall inside;
     block = nothrow();
   }
   if (block == nullptr) return throwing();
+  if (skipped) return block;
   Bookkeeping record;
   recorder_alloc(Domain::kHeap, block, size);
   return block;

@@ -19,9 +19,16 @@ namespace leakscope::internal {
 // allocate_recorded() is the shape of every allocating handler: guard, call, record on success.
 // The malloc family's `call` must cope with g_real not being resolved yet (it then serves from
 // the bootstrap pool).
+// A call left unrecorded by sampled mode still runs inside an AllocatorCall: the memory an
+// allocator below leakscope (jemalloc, tcmalloc, mimalloc) maps for itself is its own, not the
+// program's mmap or brk, whichever of its calls is sampled.
 template <typename Call>
 LS_ALWAYS_INLINE void* allocate_recorded(size_t size, Call&& call) {
-  if (recorder_skips_alloc(size) || !hook_should_record()) return call();
+  if (recorder_skips_alloc(size)) {
+    AllocatorCall inside;
+    return call();
+  }
+  if (!hook_should_record()) return call();
   void* result;
   {
     AllocatorCall inside;
@@ -39,7 +46,10 @@ LS_ALWAYS_INLINE void* allocate_recorded(size_t size, Call&& call) {
 template <typename Call>
 LS_ALWAYS_INLINE void* resize_recorded(void* pointer, size_t size, Call&& call) {
   // Sampled mode: neither the old block nor the new one is recorded.
-  if ((pointer == nullptr || recorder_skips_free(pointer)) && recorder_skips_alloc(size)) return call();
+  if ((pointer == nullptr || recorder_skips_free(pointer)) && recorder_skips_alloc(size)) {
+    AllocatorCall inside;
+    return call();
+  }
   if (!hook_should_record()) return call();
   AllocRecord taken;
   bool tracked;
@@ -67,7 +77,11 @@ LS_ALWAYS_INLINE void* resize_recorded(void* pointer, size_t size, Call&& call) 
 // as soon as the allocator has it back.
 template <typename Call>
 LS_ALWAYS_INLINE void free_recorded(void* pointer, Call&& call) {
-  if (pointer == nullptr || recorder_skips_free(pointer) || !hook_should_record()) return call();
+  if (pointer == nullptr || recorder_skips_free(pointer)) {
+    AllocatorCall inside;
+    return call();
+  }
+  if (!hook_should_record()) return call();
   {
     Bookkeeping record;
     recorder_free(pointer);

@@ -72,6 +72,19 @@ TEST(HeapLeaksAreExact, SameLeakUnderJemallocPreloadedAfterLeakscope) {
   EXPECT_NE(run.stdout_text.find("live_delta=100000 "), std::string::npos) << run.stdout_text;
 }
 
+// In sampled mode most calls go unrecorded; the memory jemalloc maps for itself while serving
+// them is still its own, not the program's mmap.
+TEST(HeapLeaksAreExact, SampledModeLeavesAPreloadedAllocatorsOwnMappingsUncounted) {
+  std::string file = scratch_dir() + "/sampled.lsc";
+  Outcome outcome = leakscope({"run", "--sample", "64KiB", "-o", file, "--", fixture("sampling_sites")},
+                              {{"LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"}});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  nlohmann::json document = dump(file, {"--at", "end"});
+  EXPECT_GT(document["live_bytes_by_domain"].value("heap", 0), 0);
+  EXPECT_EQ(document["live_bytes_by_domain"].value("mmap", 0), 0);
+  EXPECT_EQ(document["live_bytes_by_domain"].value("brk", 0), 0);
+}
+
 TEST(HeapLeaksAreExact, InlinedFunctionIsAFrameOfItsOwn) {
   PatternRun run = run_pattern("inlined");
   nlohmann::json site = site_at(run.dump, "make_inlined_block");
