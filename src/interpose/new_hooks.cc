@@ -56,15 +56,19 @@ Function real(Function& slot, const char* name, std::atomic<uint32_t>& missed) {
 
 template <typename Throwing, typename Nothrow>
 LS_ALWAYS_INLINE void* new_recorded(size_t size, Throwing&& throwing, Nothrow&& nothrow) {
-  bool skipped = recorder_skips_alloc(size);  // still inside an AllocatorCall (recorded_calls.h)
-  if (!skipped && !hook_should_record()) return throwing();
+  if (recorder_skips_alloc(size)) {
+    // Inside an AllocatorCall as recorded_calls.h says; a new_handler the call runs when memory
+    // is out is inside it too.
+    AllocatorCall inside;
+    return throwing();
+  }
+  if (!hook_should_record()) return throwing();
   void* block;
   {
     AllocatorCall inside;
     block = nothrow();
   }
   if (block == nullptr) return throwing();
-  if (skipped) return block;
   Bookkeeping record;
   recorder_alloc(Domain::kHeap, block, size);
   return block;
