@@ -347,7 +347,7 @@ class ShardSet {
     for (Shard& shard : shards_) shard.lock.reset_after_fork();
   }
 
-  private:
+ private:
   Shard shards_[kShards];
 };
 
