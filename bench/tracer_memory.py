@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """What leakscope itself costs on the processes with the most distinct stacks, in exact mode with
 the defaults: its own memory (peak), the stream it writes, and what `leakscope report` takes on
-that stream; and `import torch` traced against untraced. Each figure is checked against its bound
-(memory and sizes only: timings are shown, never judged, as a loaded machine makes them vary).
+that stream; and `import torch` untraced, traced, and traced with python_malloc=0. Each figure is
+checked against its bound (memory and sizes only: timings are shown, never judged, as a loaded
+machine makes them vary).
 
     bench/tracer_memory.py [--build build] [--rounds 3]
 
@@ -51,6 +52,28 @@ def measure(leakscope, command, scratch):
     }
 
 
+def import_times(leakscope, scratch, rounds):
+    """`import torch` untraced, traced with the defaults, and traced without recording each Python
+    object (python_malloc=0), run in turn each round so that a machine's drift spreads evenly over
+    the three; the figures are the minimum and the median of each."""
+    stream = os.path.join(scratch, "import.lsc")
+    variants = {"untraced": [PYTHON, "-c", "import torch"],
+                "traced": [leakscope, "run", "-o", stream, "--", PYTHON, "-c", "import torch"],
+                "python_malloc=0": [leakscope, "run", "-o", stream, "--option", "python_malloc=0", "--",
+                                    PYTHON, "-c", "import torch"]}
+    times = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, argv in variants.items():
+            times[name].append(max_rss_of(argv)[0])
+    base = {"min": min(times["untraced"]), "median": statistics.median(times["untraced"])}
+    parts = []
+    for name, runs in times.items():
+        low, middle = min(runs), statistics.median(runs)
+        ratio = "" if name == "untraced" else f" ({low / base['min']:.2f}x / {middle / base['median']:.2f}x)"
+        parts.append(f"{name} {low:.2f} / {middle:.2f} s{ratio}")
+    return f"`import torch`, min / median of {rounds} rounds: " + "; ".join(parts)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="build")
@@ -82,13 +105,8 @@ def main():
             print(f"| {name} | {worst['own'] / MIB:.1f} MiB (≤ {own_bound / MIB:.0f}) | {worst['stream'] / 1e6:.2f} MB "
                   f"(≤ {stream_bound / 1e6:.0f}) | {worst['startup_stacks']} | {median_report:.2f} s | "
                   f"{worst['report_rss'] / MIB:.0f} MiB (≤ {report_bound / MIB:.0f}) |")
-        untraced = [max_rss_of([PYTHON, "-c", "import torch"])[0] for _ in range(args.rounds)]
-        stream = os.path.join(scratch, "import.lsc")
-        traced = [max_rss_of([leakscope, "run", "-o", stream, "--", PYTHON, "-c", "import torch"])[0]
-                  for _ in range(args.rounds)]
         print()
-        print(f"`import torch`: {statistics.median(untraced):.2f} s untraced, {statistics.median(traced):.2f} s traced "
-              f"({statistics.median(traced) / statistics.median(untraced):.2f}x), medians of {args.rounds}")
+        print(import_times(leakscope, scratch, args.rounds))
     return 1 if failed else 0
 
 
