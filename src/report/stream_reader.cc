@@ -44,8 +44,14 @@ class StreamReader::Cursor {
     type_ = le32_get(header + 4);
     uint32_t size = le32_get(header + 8);
     if (size > kMaxFramePayload) return damaged(fault, "frame length " + std::to_string(size) + " is implausible");
-    // Never allocate for bytes the file does not have: such a frame can only be torn.
-    if (file_size_ >= 0 && offset_ + sizeof(header) + size > static_cast<uint64_t>(file_size_)) return Read::kTorn;
+    // Never allocate for bytes the file does not have. Such a frame is torn when it is the last
+    // thing written; when an intact frame follows, its length was damaged instead.
+    if (file_size_ >= 0 && offset_ + sizeof(header) + size > static_cast<uint64_t>(file_size_)) {
+      if (!scanning_ && intact_frame_after(offset_ + 1)) {
+        return damaged(fault, "frame length " + std::to_string(size) + " runs past the end of the file, yet intact frames follow");
+      }
+      return Read::kTorn;
+    }
     payload_.resize(size);
     if (fread(payload_.data(), 1, size, file_) < size) return Read::kTorn;
     if (crc32c_extend(crc32c_extend(0, header + 4, 8), payload_.data(), size) != le32_get(header + 12)) {
@@ -61,6 +67,34 @@ class StreamReader::Cursor {
   // before it (counted in *passed): they hold changes against a state that was lost. True when it
   // is found, read and ready (the position is past it).
   bool resume(uint64_t from, uint32_t* passed) {
+    return scan(from, [&]() {
+      if (type_ == static_cast<uint32_t>(FrameType::kKeySnapshot)) return true;
+      ++*passed;
+      return false;
+    });
+  }
+
+  uint64_t offset() const { return offset_; }
+  uint64_t frame_offset() const { return frame_offset_; }
+  uint32_t type() const { return type_; }
+  const std::vector<uint8_t>& payload() const { return payload_; }
+
+ private:
+  // intact_frame_after() tells whether a whole frame, of any type, begins at or after `from`; the
+  // position is left as it was.
+  bool intact_frame_after(uint64_t from) {
+    uint64_t position = offset_;
+    scanning_ = true;
+    bool found = scan(from, [] { return true; });
+    scanning_ = false;
+    offset_ = position;
+    return found;
+  }
+
+  // scan() reads each whole frame found at or after `from`, at each place the marker's four bytes
+  // appear, until wanted() is true for one (true; the position is past it) or the file ends.
+  template <typename Wanted>
+  bool scan(uint64_t from, Wanted&& wanted) {
     uint64_t at = from;
     std::vector<uint8_t> chunk(kScanChunk + 3);
     for (;;) {
@@ -85,18 +119,11 @@ class StreamReader::Cursor {
         at = at + found + 1;
         continue;
       }
-      if (type_ == static_cast<uint32_t>(FrameType::kKeySnapshot)) return true;
-      ++*passed;
+      if (wanted()) return true;
       at = offset_;
     }
   }
 
-  uint64_t offset() const { return offset_; }
-  uint64_t frame_offset() const { return frame_offset_; }
-  uint32_t type() const { return type_; }
-  const std::vector<uint8_t>& payload() const { return payload_; }
-
- private:
   Read damaged(std::string* fault, const std::string& what) {
     *fault = what;
     return Read::kDamaged;
@@ -108,6 +135,7 @@ class StreamReader::Cursor {
   uint64_t frame_offset_ = 0;
   uint32_t type_ = 0;
   std::vector<uint8_t> payload_;
+  bool scanning_ = false;  // in intact_frame_after(): a frame past the end is only torn
 };
 
 StreamReader::StreamReader(std::string path) : path_(std::move(path)), file_(nullptr, fclose) {

@@ -2,6 +2,8 @@
 // runtime option or output path turns tracking off and leaves the program running.
 #include <gtest/gtest.h>
 
+#include <string.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -87,6 +89,33 @@ TEST(BadInput, TornLastFrameIsIgnoredWithAWarning) {
   EXPECT_NE(outcome.err.find("torn"), std::string::npos);
   nlohmann::json torn = nlohmann::json::parse(outcome.out);
   EXPECT_EQ(torn["snapshots"].get<int>(), whole["snapshots"].get<int>() - 1);
+}
+
+// A length pointing past the end of the file looks like a torn frame, but the writer appends frames
+// one after another: with intact frames after it, it is damage, and the gate must not pass a run
+// judged on its first part.
+TEST(BadInput, MiddleFrameWhoseLengthRunsPastTheEndIsDamageNotATear) {
+  // A CI binary leaking for a second, with many snapshots.
+  std::string path = scratch_dir() + "/long_length.lsc";
+  Outcome run = leakscope({"run", "--interval", "20ms", "-o", path, "--", fixture("steady_leak_ci"), "100"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::string bytes = read_file(path);
+  std::vector<size_t> frames;
+  for (size_t at = bytes.find("LSFR"); at != std::string::npos; at = bytes.find("LSFR", at + 1)) frames.push_back(at);
+  ASSERT_GE(frames.size(), 6u);
+  size_t middle = frames[frames.size() / 2];
+  uint32_t length = 1000000;  // plausible (under 2^30), longer than the file
+  memcpy(&bytes[middle + 8], &length, sizeof(length));
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  Outcome dumped = leakscope({"dump", "--format", "json", path});
+  EXPECT_EQ(dumped.exit_code, 0) << dumped.err;
+  EXPECT_NE(dumped.err.find("damaged from offset " + std::to_string(middle) + " (frame length 1000000 runs past the end"),
+            std::string::npos)
+      << dumped.err;
+  EXPECT_EQ(dumped.err.find("torn"), std::string::npos) << dumped.err;
+  Outcome gate = leakscope({"check", path});
+  EXPECT_EQ(gate.exit_code, 3) << gate.out << gate.err;
+  EXPECT_NE(gate.err.find("damaged inside"), std::string::npos) << gate.err;
 }
 
 TEST(BadInput, SnapshotBeyondTheStreamIsRejected) {
