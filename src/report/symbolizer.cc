@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include "core/stream_format.h"
 #include "report/python_lines.h"
@@ -55,8 +56,20 @@ struct Symbolizer::ModuleDebug {
   // libdw's dwarf_getscopes() walks the whole unit per address, seconds per thousand addresses in
   // a unit such as CPython's ceval.c.
   std::unordered_map<Dwarf_Off, ScopeTree> scope_trees;
+  // Compilation units by address, built once, for a module whose units libdw cannot find by
+  // address: it looks them up in .debug_aranges, which clang does not write by default.
+  struct UnitRange {
+    Dwarf_Addr begin, end;  // in the module's DWARF addresses
+    Dwarf_Die* unit;        // owned by libdw
+  };
+  std::vector<UnitRange> unit_ranges;
+  Dwarf_Addr unit_bias = 0;
+  bool units_indexed = false;
 
   const char* symbol_at(uint64_t address);
+  // unit_at() is the compilation unit holding `address`, or null; *bias is what the module's DWARF
+  // addresses are moved by.
+  Dwarf_Die* unit_at(Dwarf_Addr address, Dwarf_Addr* bias);
   ~ModuleDebug() {
     if (dwfl != nullptr) dwfl_end(dwfl);
   }
@@ -224,11 +237,11 @@ struct InlineChain {
   std::vector<int> lines;
 };
 
-InlineChain inline_chain(Dwfl_Module* module, std::unordered_map<Dwarf_Off, ScopeTree>& trees, Dwarf_Addr address) {
+// inline_chain() reads the functions inlined at `address` in `unit`, whose addresses are moved by
+// `bias`.
+InlineChain inline_chain(Dwfl_Module* module, std::unordered_map<Dwarf_Off, ScopeTree>& trees, Dwarf_Die* unit,
+                         Dwarf_Addr bias, Dwarf_Addr address) {
   InlineChain chain;
-  Dwarf_Addr bias = 0;
-  Dwarf_Die* unit = dwfl_module_addrdie(module, address, &bias);
-  if (unit == nullptr) return chain;
   Dwarf* dwarf = dwfl_module_getdwarf(module, &bias);
   if (dwarf == nullptr) return chain;
   auto found = trees.find(dwarf_dieoffset(unit));
@@ -340,6 +353,29 @@ const Module* Symbolizer::module_for(uint64_t address, uint32_t epoch) const {
   return alive != UINT32_MAX ? &modules[alive] : fallback;
 }
 
+Dwarf_Die* Symbolizer::ModuleDebug::unit_at(Dwarf_Addr address, Dwarf_Addr* bias) {
+  if (Dwarf_Die* unit = dwfl_module_addrdie(module, address, bias)) return unit;
+  if (!units_indexed) {
+    units_indexed = true;
+    for (Dwarf_Die* unit = nullptr; (unit = dwfl_module_nextcu(module, unit, &unit_bias)) != nullptr;) {
+      Dwarf_Addr base = 0, begin = 0, end = 0;
+      for (ptrdiff_t offset = 0; (offset = dwarf_ranges(unit, offset, &base, &begin, &end)) > 0;) {
+        if (begin < end) unit_ranges.push_back({begin, end, unit});
+      }
+    }
+    std::sort(unit_ranges.begin(), unit_ranges.end(),
+              [](const UnitRange& a, const UnitRange& b) { return a.begin < b.begin; });
+  }
+  *bias = unit_bias;
+  Dwarf_Addr relative = address - unit_bias;
+  auto after = std::upper_bound(unit_ranges.begin(), unit_ranges.end(), relative,
+                                [](Dwarf_Addr wanted, const UnitRange& range) { return wanted < range.begin; });
+  // Ranges of different units do not overlap; the one starting last at or before the address is
+  // the only one that can hold it.
+  if (after == unit_ranges.begin() || relative >= std::prev(after)->end) return nullptr;
+  return std::prev(after)->unit;
+}
+
 Symbolizer::ModuleDebug& Symbolizer::debug_for(const Module& module) {
   std::unique_ptr<ModuleDebug>& slot = debug_[module.id];
   if (slot) return *slot;
@@ -437,14 +473,19 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
   // Only an address inside a compilation unit has a line: otherwise (crt1.o's _start, code
   // without debug info) the line table's nearest entry belongs to some other function.
   Dwarf_Addr unit_bias = 0;
-  bool in_unit = dwfl_module_addrdie(debug.module, lookup, &unit_bias) != nullptr;
-  if (Dwfl_Line* line = in_unit ? dwfl_module_getsrc(debug.module, lookup) : nullptr) {
+  Dwarf_Die* unit = debug.unit_at(lookup, &unit_bias);
+  if (unit == nullptr) {
+    frames.push_back(frame);
+    return frames;
+  }
+  if (Dwarf_Line* line = dwarf_getsrc_die(unit, lookup - unit_bias)) {
     int number = 0;
-    const char* file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr);
+    const char* file = dwarf_linesrc(line, nullptr, nullptr);
+    dwarf_lineno(line, &number);
     if (file != nullptr) frame.file = file;
     frame.line = number;
   }
-  InlineChain chain = inline_chain(debug.module, debug.scope_trees, lookup);
+  InlineChain chain = inline_chain(debug.module, debug.scope_trees, unit, unit_bias, lookup);
   if (chain.names.size() <= 1) {
     frames.push_back(frame);
     return frames;

@@ -96,6 +96,28 @@ TEST(HeapLeaksAreExact, InlinedFunctionIsAFrameOfItsOwn) {
   EXPECT_GT(site["frames"][1]["line"].get<int>(), site["frames"][0]["line"].get<int>());  // the call site
 }
 
+// clang writes no .debug_aranges unless asked (-gdwarf-aranges), and libdw finds a compilation
+// unit by address through them: the same program without them is named by the same files, lines
+// and inlined calls.
+TEST(HeapLeaksAreExact, FramesHaveTheirLinesWithoutTheAddressRangesClangLeavesOut) {
+  std::string program = scratch_dir() + "/alloc_patterns_without_aranges";
+  Outcome copied = run_program({"objcopy", "--remove-section=.debug_aranges", fixture("alloc_patterns"), program});
+  ASSERT_EQ(copied.exit_code, 0) << copied.err;
+  Outcome sections = run_program({"readelf", "-S", program});
+  ASSERT_EQ(sections.out.find(".debug_aranges"), std::string::npos);
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome outcome = leakscope({"run", "-o", file, "--", program, "inlined"});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  nlohmann::json stripped = site_at(dump(file), "make_inlined_block");
+  nlohmann::json whole = site_at(run_pattern("inlined").dump, "make_inlined_block");
+  ASSERT_FALSE(stripped["frames"][0]["line"].is_null()) << stripped.dump();
+  for (size_t i = 0; i < 3; ++i) {
+    for (const char* field : {"function", "file", "line", "inlined"}) {
+      EXPECT_EQ(stripped["frames"][i][field], whole["frames"][i][field]) << i << " " << field;
+    }
+  }
+}
+
 TEST(HeapLeaksAreExact, FramePointerUnwindingGivesTheSameFigures) {
   PatternRun run = run_pattern("malloc", {{"LEAKSCOPE_OPTIONS", "unwind=fp"}});
   nlohmann::json site = site_at(run.dump, "leak_with_malloc");
