@@ -195,6 +195,8 @@ TEST(BadInput, UnknownVerbAndBadCliOptionsAreUsageErrors) {
 
 TEST(BadInput, UnwritableOutputDirectoryStopsRunBeforeStarting) {
   expect_one_line_error(leakscope({"run", "-o", "/nonexistent/dir/run.lsc", "--", "true"}), 4, "/nonexistent/dir");
+  // Where no file can be made though access() says yes to root.
+  expect_one_line_error(leakscope({"run", "-o", "/proc/run.lsc", "--", "true"}), 4, "cannot write to '/proc'");
 }
 
 TEST(BadInput, CommandThatCannotStartIsReported) {

@@ -176,6 +176,17 @@ std::string command_path(const std::string& command) {
   return "";
 }
 
+// file_creation_error() is why a file cannot be made in `directory` (an errno), or 0. It makes
+// one and removes it: access() says yes to root where nothing can be made (/sys, /proc).
+int file_creation_error(const std::filesystem::path& directory) {
+  std::string probe = (directory / ".leakscope-probe-XXXXXX").string();
+  int descriptor = mkstemp(probe.data());
+  if (descriptor < 0) return errno;
+  close(descriptor);
+  unlink(probe.c_str());
+  return 0;
+}
+
 // is_static_executable() tells an ELF executable without a program interpreter (PT_INTERP):
 // nothing loads a preload into it. Scripts and unreadable files are not judged.
 bool is_static_executable(const std::string& path) {
@@ -284,8 +295,8 @@ int run_command(const RunOptions& options) {
 
   std::filesystem::path directory = std::filesystem::path(options.output).parent_path();
   if (directory.empty()) directory = ".";
-  if (access(directory.c_str(), W_OK) != 0) {
-    return fail(kOutputError, fmt::format("cannot write to '{}': {}", directory.string(), std::strerror(errno)));
+  if (int error = file_creation_error(directory); error != 0) {
+    return fail(kOutputError, fmt::format("cannot write to '{}': {}", directory.string(), std::strerror(error)));
   }
 
   std::string ld_preload = preload;
