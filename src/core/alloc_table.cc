@@ -180,6 +180,18 @@ struct alignas(64) WideShard {
     return true;
   }
 
+  bool reassign(uintptr_t pointer, uint64_t hash, TripleId triple, Epoch birth, AllocRecord* before) {
+    if (table.count == 0) return false;
+    AllocRecord& slot = table.slots[table.find(pointer, hash)];
+    if (slot.pointer == 0) return false;
+    *before = slot;
+    if (slot.triple != triple) {
+      slot.triple = triple;
+      slot.birth = birth;
+    }
+    return true;
+  }
+
   template <typename Emit>
   void each(Emit&& emit) const {
     for (uint32_t i = 0; i < table.capacity; ++i) {
@@ -276,6 +288,21 @@ struct alignas(64) GranuleShard {
     } else if (room_log2(granule) != 0 && held - 1 <= room_of(granule) / 4) {
       // Without memory the room stays as it is.
       set_room(granule, held - 1 <= kRecordsInEntry ? 0 : room_log2(granule) - 1);
+    }
+    return true;
+  }
+
+  bool reassign(uintptr_t pointer, uint64_t key, uint64_t hash, TripleId triple, Epoch birth, AllocRecord* before) {
+    if (table.count == 0) return false;
+    Granule& granule = table.slots[table.find(key, hash)];
+    uint32_t position = static_cast<uint32_t>(pointer >> kPositionShift) & (kPositions - 1);
+    uint64_t bit = uint64_t{1} << position;
+    if (granule.tag == 0 || (granule.present & bit) == 0) return false;
+    GranuleRecord& record = records_of(granule)[__builtin_popcountll(granule.present & (bit - 1))];
+    *before = unpack(key, position, record);
+    if (record.triple != raw(triple)) {
+      record.triple = raw(triple);
+      record.birth = raw(birth);
     }
     return true;
   }
@@ -414,6 +441,22 @@ bool alloc_table_remove(uintptr_t pointer, AllocRecord* removed) {
   if (pointer == 0) return false;
   if (in_granules(pointer)) return remove_granule(pointer, removed);
   return remove_wide(pointer, removed);
+}
+
+bool alloc_table_reassign(uintptr_t pointer, TripleId triple, Epoch birth, AllocRecord* before) {
+  if (pointer == 0) return false;
+  if (in_granules(pointer)) {
+    uint64_t key = pointer >> kGranuleShift;
+    uint64_t hash = spread(key);
+    GranuleShard& shard = g_granules.shard_of(hash);
+    SpinLockGuard guard(shard.lock);
+    return shard.reassign(pointer, key, hash, triple, birth, before);
+  }
+  if (g_wide_live.load(std::memory_order_relaxed) == 0) return false;
+  uint64_t hash = pointer_hash(pointer);
+  WideShard& shard = g_wide.shard_of(hash);
+  SpinLockGuard guard(shard.lock);
+  return shard.reassign(pointer, hash, triple, birth, before);
 }
 
 void alloc_table_visit(void (*visit)(const AllocRecord*, uint32_t, void*), void* context) {

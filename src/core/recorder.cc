@@ -34,6 +34,11 @@ StackId over_budget_stack() {
   return depot_intern(&marker, 1);
 }
 
+StackId free_list_stack() {
+  uintptr_t marker = kFreeListFrame;
+  return depot_intern(&marker, 1);
+}
+
 // budget_triple() is the triple of an allocation once only counting: the known one, else the
 // thread's over-budget triple (no task), so that no new task or stack makes one.
 TripleEntry* budget_triple(ThreadState* thread, Domain domain, TaskId task, StackId stack) {
@@ -231,7 +236,34 @@ void recorder_renew(void* pointer) {
 void recorder_free(void* pointer) {
   runtime_poll_teardown();
   AllocRecord removed;
-  if (take_record(pointer, &removed)) count_freed(removed, epoch_current());
+  if (!take_record(pointer, &removed)) return;
+  count_freed(removed, epoch_current());
+  if (ThreadState* thread = thread_current_if_registered()) thread->last_free = removed.pointer;
+}
+
+void recorder_watch_frees() {
+  if (ThreadState* thread = thread_current_if_registered()) thread->last_free = 0;
+}
+
+uintptr_t recorder_last_free() {
+  ThreadState* thread = thread_current_if_registered();
+  return thread != nullptr ? thread->last_free : 0;
+}
+
+void recorder_park(void* pointer) {
+  runtime_poll_teardown();
+  ThreadState* thread = thread_current();
+  if (thread == nullptr || sampler_enabled()) return;
+  TripleEntry* parked = triple_for(thread, Domain::kHeap, free_list_stack());
+  if (parked == nullptr) return;
+  Epoch now = epoch_current();
+  AllocRecord before;
+  if (!alloc_table_reassign(reinterpret_cast<uintptr_t>(pointer), static_cast<TripleId>(parked->id), now, &before)) return;
+  // Parked again without being seen in use (CPython before 3.13 hands it out unseen): it stays as
+  // it was parked.
+  if (before.triple == static_cast<TripleId>(parked->id)) return;
+  count_freed(before, now);
+  triple_record_alloc(parked, before.size, 1);
 }
 
 bool recorder_take(void* pointer, AllocRecord* taken) {

@@ -50,6 +50,17 @@ uintptr_t recorder_last_alloc();
 // For an object a runtime hands out again from a free list of its own, without its allocator.
 void recorder_renew(void* pointer);
 
+// recorder_park() records the heap block at `pointer`, when it is tracked, as kept by its runtime
+// on a free list after the program let go of it: counted freed at its stack and made anew at the
+// free-list marker stack (kFreeListFrame, stream_format.h), this thread's, born now. Nothing
+// changes for a block already there.
+void recorder_park(void* pointer);
+
+// recorder_watch_frees() forgets the calling thread's last ended block; recorder_last_free() is
+// the block its last recorder_free() since ended (0: none).
+void recorder_watch_frees();
+uintptr_t recorder_last_free();
+
 // Every function below that ends blocks first polls for the start of teardown
 // (runtime_poll_teardown()), so the teardown mark precedes what teardown frees.
 

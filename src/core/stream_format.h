@@ -120,6 +120,10 @@ constexpr uint64_t kSmallSignalStackFrame = 1;
 // memory reached its budget (max_memory, docs/RUNTIME.md): counted, not told apart.
 constexpr uint64_t kOverBudgetFrame = 2;
 
+// A stack that holds only this frame stands for blocks their runtime keeps on free lists of its
+// own after the program let go of them, to hand out again (CPython's tuples, docs/PYTHON.md).
+constexpr uint64_t kFreeListFrame = 6;
+
 // A stack of an allocation made during start-up is cut (the startup_depth option, docs/RUNTIME.md):
 // its innermost frames, then one of these markers saying what was starting, then the code that
 // started it when it is known (the Python code that imports, the caller of dlopen).

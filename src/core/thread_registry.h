@@ -48,6 +48,8 @@ struct ThreadState {
   // The block this thread's last recorder_alloc() recorded (recorder_last_alloc()); kept here, not
   // in a thread-local, as the leak check scans threads' static TLS for pointers to blocks.
   uintptr_t last_alloc;
+  // The block this thread's last recorder_free() ended, since recorder_watch_frees().
+  uintptr_t last_free;
   // The thread's stack, for the frame-pointer walk (read on first use; 0 = not yet).
   uintptr_t stack_begin;
   uintptr_t stack_end;

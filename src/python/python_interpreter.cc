@@ -23,6 +23,7 @@
 #include "core/sys.h"
 #include "interpose/python_allocator_hooks.h"
 #include "python/python_frames.h"
+#include "python/python_free_lists.h"
 #include "python/python_object_reuse.h"
 
 namespace leakscope::internal {
@@ -127,6 +128,9 @@ bool dev_mode_asked() {
 void record_small_objects(void* scope, int minor) {
   const char* chosen = getenv("PYTHONMALLOC");
   if (chosen != nullptr && chosen[0] != '\0') {
+    // Objects from glibc's malloc are recorded one by one, and the interpreter's free lists still
+    // keep tuples.
+    if (strncmp(chosen, "malloc", 6) == 0 && minor >= 10 && minor <= 13) python_free_lists_watch(scope);
     if (strncmp(chosen, "malloc", 6) != 0) {
       char line[256];
       snprintf(line, sizeof(line),
@@ -144,6 +148,7 @@ void record_small_objects(void* scope, int minor) {
     return;
   }
   if (minor >= 10 && minor <= 13 && python_allocator_hooks_install(scope)) {
+    python_free_lists_watch(scope);
     if (minor >= 13) python_object_reuse_watch(scope);
     return;
   }

@@ -200,6 +200,7 @@ SiteEvidence site_evidence(const RunAnalysis& analysis, const SiteReport& site) 
   evidence.live_blocks = taken.live_blocks;
   evidence.made_during = site.made_during;
   evidence.over_budget = analysis.state.is_marker_stack(analysis.stack_of(site), internal::kOverBudgetFrame);
+  evidence.free_list = analysis.state.is_marker_stack(analysis.stack_of(site), internal::kFreeListFrame);
   return evidence;
 }
 
@@ -222,6 +223,7 @@ SiteEvidence group_evidence(const RunAnalysis& analysis, const GroupReport& grou
   evidence.epochs = analysis.at.index;
   evidence.allocations = group.allocations;
   evidence.live_blocks = group.live_blocks;
+  evidence.free_list = analysis.state.is_marker_stack(analysis.stack_of(analysis.sites[group.parts[0]]), internal::kFreeListFrame);
   return evidence;
 }
 

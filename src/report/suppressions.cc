@@ -131,7 +131,11 @@ const char* runtime_residue_of(const Frames& frames) {
     const SymbolizedFrame& frame = frame_of(each);
     if (internal::is_startup_marker(frame.address)) continue;
     if (innermost == nullptr) innermost = &frame;
-    if (frame.function == "_IO_file_doallocate") return "a stdio buffer";
+    if (frame.address == internal::kFreeListFrame) {
+      return "the interpreter's own free lists (tuples it keeps to hand out again, a bounded number of each length)";
+    }
+    // glibc's own calls go through internal aliases, which its symbols name __GI_<name>.
+    if (frame.function == "_IO_file_doallocate" || frame.function == "__GI__IO_file_doallocate") return "a stdio buffer";
     if (!frame.language.empty() || !is_runtime_module(frame.module)) runtime_only = false;
   }
   if (innermost == nullptr) return nullptr;

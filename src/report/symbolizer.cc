@@ -446,6 +446,11 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
     frames.push_back(frame);
     return frames;
   }
+  if (address == internal::kFreeListFrame) {
+    frame.function = "[kept on the interpreter's free lists]";
+    frames.push_back(frame);
+    return frames;
+  }
   if (const char* phase = startup_phase_name(address)) {
     frame.function = phase;
     frames.push_back(frame);

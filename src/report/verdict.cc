@@ -190,6 +190,11 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
     judgement.reason = "nothing live now";
     return judgement;
   }
+  if (evidence.free_list) {
+    judgement.verdict = Verdict::kCache;
+    judgement.reason = "kept by the interpreter on its free lists, which hold a bounded number of objects of each size";
+    return judgement;
+  }
   // Its trend is measured like any site's, for the report to show; it judges no one call path.
   if (evidence.over_budget) {
     judgement.reason = std::string(kOverBudgetReason) + (decided.growing ? ", and growing" : "") + kOverBudgetRemedy;

@@ -70,6 +70,9 @@ struct SiteEvidence {
   // The site stands for every stack first seen after leakscope's memory budget was reached: many
   // call paths counted together, none to judge.
   bool over_budget = false;
+  // The site stands for objects the interpreter keeps on its free lists, a bounded number of each
+  // size (kFreeListFrame): a cache by construction, whatever its trend.
+  bool free_list = false;
 };
 
 struct SiteJudgement {

@@ -298,6 +298,53 @@ TEST_P(PythonFrames, AnObjectFromAFreeListIsRecordedWhereItIsMade) {
   EXPECT_LT(sites_named(parsed, "parse").blocks, 100);
 }
 
+// A bounded lru_cache of tuples: each result evicted goes to CPython's free list of tuples of its
+// length (up to 2000 kept), which never hands it out again here, as tuple() of a generator grows its
+// tuple by resizing. Those are the interpreter's, not the line's: the cached function holds exactly
+// the 256 tuples the cache keeps, judged a cache, and the gate passes the program.
+TEST_P(PythonFrames, TuplesOnTheInterpretersFreeListAreNotTheLineThatMadeThem) {
+  file_ = scratch_dir() + "/run.lsc";
+  const char* script =
+      "import functools, time\n"
+      "@functools.lru_cache(maxsize=256)\n"
+      "def tokenize(text):\n"
+      "    return tuple(word.upper() for word in text.split())\n"
+      "def serve(count):\n"
+      "    for i in range(count):\n"
+      "        tokenize(' '.join(str(i * 16 + k) for k in range(16)))\n"
+      "        if i % 100 == 0:\n"
+      "            time.sleep(0.02)\n"
+      "serve(4000)\n"
+      "print(tokenize.cache_info().currsize)\n";
+  Outcome run = leakscope({"run", "-o", file_, "--", GetParam().path, "-c", script});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_EQ(run.out, "256\n");
+  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file_});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  nlohmann::json parsed = nlohmann::json::parse(report.out);
+  // The line's tuples, grown by _PyTuple_Resize (its other blocks are the interpreter's cached
+  // one-character strings, and in 3.13 a list its free list of lists kept).
+  int64_t cached_tuples = 0;
+  for (const auto& site : sites_named(parsed, "tokenize").sites) {
+    bool tuples = std::any_of(site["frames"].begin(), site["frames"].end(),
+                              [](const nlohmann::json& frame) { return frame["function"] == "_PyTuple_Resize"; });
+    if (!tuples) continue;
+    cached_tuples += site["live_blocks"].get<int64_t>();
+    EXPECT_EQ(site["verdict"], "cache") << site.dump();
+  }
+  EXPECT_EQ(cached_tuples, 256) << report.out;
+  int64_t kept_blocks = 0;
+  for (const auto& group : parsed["groups"]) {
+    if (group["frame"].is_null() || group["frame"]["function"] != "[kept on the interpreter's free lists]") continue;
+    EXPECT_FALSE(group["runtime"].is_null()) << group.dump();
+    EXPECT_EQ(group["verdict"], "cache") << group.dump();
+    kept_blocks += group["live_blocks"].get<int64_t>();
+  }
+  EXPECT_GE(kept_blocks, 2000 - 256) << "the evicted tuples of 16 items, up to the free list's 2000";
+  Outcome gate = leakscope({"check", file_});
+  EXPECT_EQ(gate.exit_code, 0) << gate.out << gate.err;
+}
+
 // A diff of two runs of a Python service names each changed site by its Python line, not only by
 // the interpreter's function that allocated.
 TEST(PythonDiff, ChangedSitesAreNamedByTheirPythonLine) {

@@ -66,7 +66,7 @@ TEST(Suppressions, AppendKeepsEachFilesRulesInOrder) {
   EXPECT_EQ(first.match({frame("a", "/app")})->origin, "one.supp");
 }
 
-TEST(RuntimeResidue, TheLoadersOwnBlocksStdioBuffersAndTheCxxRuntimesStartup) {
+TEST(RuntimeResidue, TheLoadersOwnBlocksStdioBuffersTheCxxRuntimesStartupAndFreeLists) {
   const std::string loader = "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2";
   const std::string libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
   const std::string libstdcxx = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
@@ -75,6 +75,12 @@ TEST(RuntimeResidue, TheLoadersOwnBlocksStdioBuffersAndTheCxxRuntimesStartup) {
             nullptr);
   EXPECT_NE(runtime_residue({frame("_IO_file_doallocate", libc), frame("_IO_doallocbuf", libc), frame("main", "/app")}),
             nullptr);
+  // As glibc's debug symbols name the same function: its internal alias.
+  EXPECT_NE(runtime_residue({frame("__GI__IO_file_doallocate", libc), frame("__GI__IO_doallocbuf", libc),
+                             frame("main", "/app")}),
+            nullptr);
+  // Tuples CPython keeps on its free list: the marker stack alone.
+  EXPECT_NE(runtime_residue({marker(internal::kFreeListFrame)}), nullptr);
   // libstdc++'s emergency pool: its initializer, cut at the before-main marker, nothing of the program's.
   EXPECT_NE(runtime_residue({frame("", libstdcxx), marker(internal::kBeforeMainFrame)}), nullptr);
   EXPECT_NE(runtime_residue({frame("", libstdcxx), frame("_dl_init", loader)}), nullptr);

@@ -92,6 +92,17 @@ TEST(Verdict, OverBudgetSiteIsNotJudgedButItsGrowthIsShown) {
   EXPECT_NE(j.reason.find("counted together, and growing"), std::string::npos) << j.reason;
 }
 
+// The interpreter's free lists fill as a run starts and hold a bounded number of objects of each
+// size: a cache, though the filling looks like growth.
+TEST(Verdict, FreeListSiteIsACacheWhileItFills) {
+  SiteEvidence evidence = SiteSimulator().run(30, [](int e, std::deque<Block>& live) { live.push_back({e, 1000}); });
+  ASSERT_EQ(judge_site(evidence).verdict, Verdict::kLeak);
+  evidence.free_list = true;
+  SiteJudgement j = judge_site(evidence);
+  EXPECT_EQ(j.verdict, Verdict::kCache);
+  EXPECT_NE(j.reason.find("free lists"), std::string::npos) << j.reason;
+}
+
 TEST(Verdict, LeakWithBurstsIsALeak) {
   SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) {
     if (e % 6 == 0) live.push_back({e, 50000});

@@ -1,0 +1,53 @@
+#include "python/python_free_lists.h"
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/recorder.h"
+#include "core/runtime.h"
+#include "interpose/hook_guard.h"
+
+namespace leakscope::internal {
+namespace {
+
+// From CPython 3.10-3.13's object.h and cpython/object.h (a build without Py_TRACE_REFS): where
+// PyTypeObject keeps tp_name and tp_dealloc, and the collector's header before a tuple.
+constexpr size_t kTypeNameOffset = 24;
+constexpr size_t kTypeDestructorOffset = 48;
+constexpr uintptr_t kGcHeaderBytes = 16;  // sizeof(PyGC_Head)
+
+using Destructor = void (*)(void* object);
+
+Destructor g_tuple_destructor = nullptr;
+
+// destroy_tuple() runs CPython's tuple destructor, then tells whether the tuple's block was freed:
+// a freed tuple's block is the last this thread freed (its items go before it); a kept one was put
+// on the free list, or left for later by the interpreter's trashcan (freed then, from the
+// free-list stack).
+void destroy_tuple(void* object) {
+  uintptr_t block = reinterpret_cast<uintptr_t>(object) - kGcHeaderBytes;
+  recorder_watch_frees();
+  g_tuple_destructor(object);
+  if (recorder_last_free() == block || !hook_should_record()) return;
+  Bookkeeping record;
+  recorder_park(reinterpret_cast<void*>(block));
+}
+
+}  // namespace
+
+bool python_free_lists_watch(void* scope) {
+  auto* type = static_cast<uint8_t*>(dlsym(scope, "PyTuple_Type"));
+  if (type == nullptr) return false;
+  const char* name;
+  memcpy(&name, type + kTypeNameOffset, sizeof(name));
+  Destructor destructor;
+  memcpy(&destructor, type + kTypeDestructorOffset, sizeof(destructor));
+  if (name == nullptr || strcmp(name, "tuple") != 0 || destructor == nullptr) return false;
+  g_tuple_destructor = destructor;
+  Destructor ours = destroy_tuple;
+  memcpy(type + kTypeDestructorOffset, &ours, sizeof(ours));
+  return true;
+}
+
+}  // namespace leakscope::internal
