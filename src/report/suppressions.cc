@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -123,10 +124,28 @@ namespace {
 const SymbolizedFrame& frame_of(const SymbolizedFrame& frame) { return frame; }
 const SymbolizedFrame& frame_of(const SymbolizedFrame* frame) { return *frame; }
 
+// is_libc_function() tells `function` of glibc by its name or by the internal alias its symbols
+// give it (__GI_<name>): glibc's own calls go through those.
+bool is_libc_function(const SymbolizedFrame& frame, std::string_view function) {
+  std::string_view name = frame.function;
+  if (name.substr(0, 5) == "__GI_") name.remove_prefix(5);
+  return name == function;
+}
+
+// is_test_runner_code() tells the Python code of pytest, of pluggy (its plugin calls) and of
+// runpy (`python -m pytest`).
+bool is_test_runner_code(const SymbolizedFrame& frame) {
+  for (std::string_view directory : {"/_pytest/", "/pytest/", "/pluggy/"}) {
+    if (frame.file.find(directory) != std::string::npos) return true;
+  }
+  return frame.file == "<frozen runpy>" || frame.file.ends_with("/runpy.py");
+}
+
 template <typename Frames>
 const char* runtime_residue_of(const Frames& frames) {
   const SymbolizedFrame* innermost = nullptr;
   bool runtime_only = true;
+  int interpreted = 0, test_runner = 0;
   for (const auto& each : frames) {
     const SymbolizedFrame& frame = frame_of(each);
     if (internal::is_startup_marker(frame.address)) continue;
@@ -134,13 +153,21 @@ const char* runtime_residue_of(const Frames& frames) {
     if (frame.address == internal::kFreeListFrame) {
       return "the interpreter's own free lists (tuples it keeps to hand out again, a bounded number of each length)";
     }
-    // glibc's own calls go through internal aliases, which its symbols name __GI_<name>.
-    if (frame.function == "_IO_file_doallocate" || frame.function == "__GI__IO_file_doallocate") return "a stdio buffer";
+    if (is_libc_function(frame, "_IO_file_doallocate")) return "a stdio buffer";
+    if (is_libc_function(frame, "__add_to_environ")) {
+      return "the C library's copies of environment variables (setenv keeps every value it was given)";
+    }
+    if (!frame.language.empty()) {
+      ++interpreted;
+      test_runner += is_test_runner_code(frame) ? 1 : 0;
+    }
     if (!frame.language.empty() || !is_runtime_module(frame.module)) runtime_only = false;
   }
   if (innermost == nullptr) return nullptr;
   if (is_loader(module_base_name(innermost->module))) return "the dynamic loader's own (link maps, thread TLS blocks)";
   if (runtime_only) return "the C and C++ runtime's own (libstdc++'s emergency exception pool)";
+  // Code of the tests' own, or of what they test, makes the stack the program's.
+  if (interpreted > 0 && test_runner == interpreted) return "pytest's own records of the tests it ran";
   return nullptr;
 }
 

@@ -59,6 +59,12 @@ TEST(Suppressions, ABadLineNamesItsFileAndNumber) {
   EXPECT_THROW(Suppressions::load("/nonexistent/app.supp"), SuppressionError);
 }
 
+SymbolizedFrame python_frame(const std::string& function, const std::string& file) {
+  SymbolizedFrame symbolized = frame(function, "", file);
+  symbolized.language = "python";
+  return symbolized;
+}
+
 TEST(Suppressions, AppendKeepsEachFilesRulesInOrder) {
   Suppressions first = Suppressions::parse("function:a\n", "one.supp");
   first.append(Suppressions::parse("function:b\n", "two.supp"));
@@ -66,7 +72,7 @@ TEST(Suppressions, AppendKeepsEachFilesRulesInOrder) {
   EXPECT_EQ(first.match({frame("a", "/app")})->origin, "one.supp");
 }
 
-TEST(RuntimeResidue, TheLoadersOwnBlocksStdioBuffersTheCxxRuntimesStartupAndFreeLists) {
+TEST(RuntimeResidue, TheLoadersTheCLibrarysTheCxxRuntimesTheInterpretersAndTheTestRunnersOwn) {
   const std::string loader = "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2";
   const std::string libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
   const std::string libstdcxx = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
@@ -81,6 +87,21 @@ TEST(RuntimeResidue, TheLoadersOwnBlocksStdioBuffersTheCxxRuntimesStartupAndFree
             nullptr);
   // Tuples CPython keeps on its free list: the marker stack alone.
   EXPECT_NE(runtime_residue({marker(internal::kFreeListFrame)}), nullptr);
+  // glibc's copies of environment variables, which setenv never frees, whoever calls it.
+  EXPECT_NE(runtime_residue({frame("__GI___tsearch", libc), frame("__add_to_environ", libc), frame("setenv", libc),
+                             frame("configure", "/app")}),
+            nullptr);
+  // pytest's report of each test it ran: only the runner's code (pytest, pluggy, runpy) made it.
+  const std::string pytest = "/usr/lib/python3/dist-packages/_pytest/";
+  EXPECT_NE(runtime_residue({frame("", "/usr/bin/python3.11"), python_frame("TestReport.from_item_and_call", pytest + "reports.py"),
+                             python_frame("_multicall", "/usr/lib/python3/dist-packages/pluggy/_callers.py"),
+                             python_frame("<module>", "/usr/lib/python3/dist-packages/pytest/__main__.py"),
+                             python_frame("_run_module_as_main", "<frozen runpy>")}),
+            nullptr);
+  // A test's own code, or the code it tests, beneath the runner makes the block the program's.
+  EXPECT_EQ(runtime_residue({frame("", "/usr/bin/python3.11"), python_frame("test_tokenize", "/src/tests/test_text.py"),
+                             python_frame("pytest_pyfunc_call", pytest + "python.py")}),
+            nullptr);
   // libstdc++'s emergency pool: its initializer, cut at the before-main marker, nothing of the program's.
   EXPECT_NE(runtime_residue({frame("", libstdcxx), marker(internal::kBeforeMainFrame)}), nullptr);
   EXPECT_NE(runtime_residue({frame("", libstdcxx), frame("_dl_init", loader)}), nullptr);
@@ -89,12 +110,6 @@ TEST(RuntimeResidue, TheLoadersOwnBlocksStdioBuffersTheCxxRuntimesStartupAndFree
   EXPECT_EQ(runtime_residue({frame("strdup", libc), frame("<module>", "", "app.py")}), nullptr);
   EXPECT_EQ(runtime_residue({frame("register_schema", "/app"), marker(internal::kBeforeMainFrame)}), nullptr);
   EXPECT_EQ(runtime_residue({}), nullptr);
-}
-
-SymbolizedFrame python_frame(const std::string& function, const std::string& file) {
-  SymbolizedFrame symbolized = frame(function, "", file);
-  symbolized.language = "python";
-  return symbolized;
 }
 
 TEST(LostResidue, LossesBeneathInterpretedCodeWithNoNativeFrameOfTheProgramAreTheRuntimes) {
