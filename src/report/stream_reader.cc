@@ -4,7 +4,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/checksum.h"
 
@@ -139,11 +141,21 @@ class StreamReader::Cursor {
 };
 
 StreamReader::StreamReader(std::string path) : path_(std::move(path)), file_(nullptr, fclose) {
-  file_.reset(fopen(path_.c_str(), "rb"));
-  if (!file_) throw StreamError(path_ + ": " + std::strerror(errno));
+  // Not blocking: a FIFO nobody writes to would hold the open forever.
+  int descriptor = open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (descriptor < 0) throw StreamError(path_ + ": " + std::strerror(errno));
   struct stat status;
-  if (fstat(fileno(file_.get()), &status) == 0 && S_ISDIR(status.st_mode)) {
-    throw StreamError(path_ + ": is a directory, not a leakscope stream");
+  if (fstat(descriptor, &status) == 0 && !S_ISREG(status.st_mode)) {
+    close(descriptor);
+    if (S_ISDIR(status.st_mode)) throw StreamError(path_ + ": is a directory, not a leakscope stream");
+    // A stream is read more than once (where its snapshots are, then each one): it must be a file.
+    throw StreamError(path_ + ": is not a regular file (a pipe or a device); save the stream to a file and read that");
+  }
+  fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK);
+  file_.reset(fdopen(descriptor, "rb"));
+  if (!file_) {
+    close(descriptor);
+    throw StreamError(path_ + ": " + std::strerror(errno));
   }
   read_file_header();
 }

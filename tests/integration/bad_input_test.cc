@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -51,6 +52,14 @@ TEST(BadInput, ForeignFileIsRejected) {
 
 TEST(BadInput, MissingFileIsRejected) {
   expect_one_line_error(leakscope({"dump", "/nonexistent/run.lsc"}), 3, "No such file");
+}
+
+// A stream is read more than once, so a pipe cannot carry one; a FIFO nobody writes to must not
+// hold the reader either.
+TEST(BadInput, PipeIsOneLineErrorWithoutWaitingForAWriter) {
+  std::string fifo = scratch_dir() + "/stream.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  expect_one_line_error(leakscope({"dump", fifo}), 3, "is not a regular file");
 }
 
 TEST(BadInput, NewerFormatVersionIsRejected) {

@@ -33,6 +33,21 @@ class PythonFrames : public ::testing::TestWithParam<PythonInterpreter> {
     return nlohmann::json::parse(report.out);
   }
 
+  // run_script() runs `script` (-c, after the interpreter's `options`) and returns the report's
+  // JSON; what the script printed is in last_out_.
+  nlohmann::json run_script(const char* script, const std::vector<std::string>& options = {}) {
+    file_ = scratch_dir() + "/run.lsc";
+    std::vector<std::string> args = {"run", "-o", file_, "--", GetParam().path};
+    args.insert(args.end(), options.begin(), options.end());
+    args.insert(args.end(), {"-c", script});
+    Outcome run = leakscope(args);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    last_out_ = run.out;
+    Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file_});
+    EXPECT_EQ(report.exit_code, 0) << report.err;
+    return nlohmann::json::parse(report.out);
+  }
+
   std::string file_;
   std::string last_out_;
 };
@@ -245,7 +260,6 @@ TEST_P(PythonFrames, SubinterpreterCodeIsNamedByItsOwnFramesOnly) {
 // process laid out as it is untraced) and each one is recorded at its line, under -I too, which
 // ignores the environment.
 TEST_P(PythonFrames, SmallObjectsAreRecordedOneByOneWhilePymallocServesThem) {
-  file_ = scratch_dir() + "/run.lsc";
   const char* script =
       "import os, sys\n"
       "def keep_strings(count):\n"
@@ -255,12 +269,9 @@ TEST_P(PythonFrames, SmallObjectsAreRecordedOneByOneWhilePymallocServesThem) {
       "    return kept\n"
       "kept = keep_strings(20000)\n"
       "print(os.environ.get('PYTHONMALLOC'), sys.getallocatedblocks() > 0)\n";
-  Outcome run = leakscope({"run", "-o", file_, "--", GetParam().path, "-I", "-c", script});
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_EQ(run.out, "None True\n") << "PYTHONMALLOC unset, pymalloc's blocks in use";
-  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file_});
-  ASSERT_EQ(report.exit_code, 0) << report.err;
-  Found found = sites_named(nlohmann::json::parse(report.out), "keep_strings");
+  nlohmann::json report = run_script(script, {"-I"});
+  EXPECT_EQ(last_out_, "None True\n") << "PYTHONMALLOC unset, pymalloc's blocks in use";
+  Found found = sites_named(report, "keep_strings");
   // The 20 000 strings and the list's array of items; the list object itself is new unless the
   // interpreter reuses one from its free list.
   EXPECT_GE(found.blocks, 20000 + 1);
@@ -272,7 +283,6 @@ TEST_P(PythonFrames, SmallObjectsAreRecordedOneByOneWhilePymallocServesThem) {
 // temporary, docs/PYTHON.md).
 TEST_P(PythonFrames, AnObjectFromAFreeListIsRecordedWhereItIsMade) {
   if (GetParam().minor < 13) GTEST_SKIP() << "CPython 3." << GetParam().minor << " does not say when it reuses an object";
-  file_ = scratch_dir() + "/run.lsc";
   const char* script =
       "import time\n"
       "LOG = []\n"
@@ -286,11 +296,7 @@ TEST_P(PythonFrames, AnObjectFromAFreeListIsRecordedWhereItIsMade) {
       "    handle(i)\n"
       "    if i % 1000 == 0:\n"
       "        time.sleep(0.02)\n";
-  Outcome run = leakscope({"run", "-o", file_, "--", GetParam().path, "-c", script});
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file_});
-  ASSERT_EQ(report.exit_code, 0) << report.err;
-  nlohmann::json parsed = nlohmann::json::parse(report.out);
+  nlohmann::json parsed = run_script(script);
   // Each kept dict and its table of keys at the line that makes them, nothing of them at parse; but
   // a table of keys is no object, and those the interpreter hands out again from its free list of
   // them (80 at most) stay where they were made.
@@ -303,7 +309,6 @@ TEST_P(PythonFrames, AnObjectFromAFreeListIsRecordedWhereItIsMade) {
 // tuple by resizing. Those are the interpreter's, not the line's: the cached function holds exactly
 // the 256 tuples the cache keeps, judged a cache, and the gate passes the program.
 TEST_P(PythonFrames, TuplesOnTheInterpretersFreeListAreNotTheLineThatMadeThem) {
-  file_ = scratch_dir() + "/run.lsc";
   const char* script =
       "import functools, time\n"
       "@functools.lru_cache(maxsize=256)\n"
@@ -316,12 +321,8 @@ TEST_P(PythonFrames, TuplesOnTheInterpretersFreeListAreNotTheLineThatMadeThem) {
       "            time.sleep(0.02)\n"
       "serve(4000)\n"
       "print(tokenize.cache_info().currsize)\n";
-  Outcome run = leakscope({"run", "-o", file_, "--", GetParam().path, "-c", script});
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  ASSERT_EQ(run.out, "256\n");
-  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file_});
-  ASSERT_EQ(report.exit_code, 0) << report.err;
-  nlohmann::json parsed = nlohmann::json::parse(report.out);
+  nlohmann::json parsed = run_script(script);
+  ASSERT_EQ(last_out_, "256\n");
   // The line's tuples, grown by _PyTuple_Resize (its other blocks are the interpreter's cached
   // one-character strings, and in 3.13 a list its free list of lists kept).
   int64_t cached_tuples = 0;
@@ -332,7 +333,7 @@ TEST_P(PythonFrames, TuplesOnTheInterpretersFreeListAreNotTheLineThatMadeThem) {
     cached_tuples += site["live_blocks"].get<int64_t>();
     EXPECT_EQ(site["verdict"], "cache") << site.dump();
   }
-  EXPECT_EQ(cached_tuples, 256) << report.out;
+  EXPECT_EQ(cached_tuples, 256) << parsed.dump();
   int64_t kept_blocks = 0;
   for (const auto& group : parsed["groups"]) {
     if (group["frame"].is_null() || group["frame"]["function"] != "[kept on the interpreter's free lists]") continue;
