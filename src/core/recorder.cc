@@ -238,16 +238,25 @@ void recorder_free(void* pointer) {
   AllocRecord removed;
   if (!take_record(pointer, &removed)) return;
   count_freed(removed, epoch_current());
-  if (ThreadState* thread = thread_current_if_registered()) thread->last_free = removed.pointer;
-}
-
-void recorder_watch_frees() {
-  if (ThreadState* thread = thread_current_if_registered()) thread->last_free = 0;
-}
-
-uintptr_t recorder_last_free() {
   ThreadState* thread = thread_current_if_registered();
-  return thread != nullptr ? thread->last_free : 0;
+  if (thread != nullptr && removed.pointer == thread->free_watch.block) thread->free_watch.freed = true;
+}
+
+FreeWatch recorder_watch_free(uintptr_t block) {
+  ThreadState* thread = thread_current();
+  if (thread == nullptr) return FreeWatch{0, false};
+  FreeWatch replaced = thread->free_watch;
+  thread->free_watch = FreeWatch{block, false};
+  return replaced;
+}
+
+bool recorder_watched_freed() {
+  ThreadState* thread = thread_current_if_registered();
+  return thread != nullptr && thread->free_watch.freed;
+}
+
+void recorder_end_watch(FreeWatch replaced) {
+  if (ThreadState* thread = thread_current_if_registered()) thread->free_watch = replaced;
 }
 
 void recorder_park(void* pointer) {

@@ -56,10 +56,13 @@ void recorder_renew(void* pointer);
 // changes for a block already there.
 void recorder_park(void* pointer);
 
-// recorder_watch_frees() forgets the calling thread's last ended block; recorder_last_free() is
-// the block its last recorder_free() since ended (0: none).
-void recorder_watch_frees();
-uintptr_t recorder_last_free();
+// A watch on one block of the calling thread's frees (FreeWatch, thread_registry.h):
+// recorder_watch_free() starts one and returns the watch it replaces, for recorder_end_watch() to
+// put back (watches nest); recorder_watched_freed() tells whether a recorder_free() of the thread
+// ended the block since.
+FreeWatch recorder_watch_free(uintptr_t block);
+bool recorder_watched_freed();
+void recorder_end_watch(FreeWatch replaced);
 
 // Every function below that ends blocks first polls for the start of teardown
 // (runtime_poll_teardown()), so the teardown mark precedes what teardown frees.

@@ -29,6 +29,12 @@ constexpr uint32_t kMaxThreadSlots = 1u << 16;  // threads alive at once
 constexpr int kThreadNameSize = 16;             // as the kernel's comm
 constexpr int kGivenThreadNameSize = 64;        // leakscope_thread_name(): a runtime's own names run longer
 
+// A block a thread watches its own frees for (recorder_watch_free()), and whether one ended it.
+struct FreeWatch {
+  uintptr_t block;
+  bool freed;
+};
+
 struct TripleCacheSlot {
   uint64_t key;  // domain, task and stack packed; 0 = empty
   TripleEntry* triple;
@@ -48,8 +54,8 @@ struct ThreadState {
   // The block this thread's last recorder_alloc() recorded (recorder_last_alloc()); kept here, not
   // in a thread-local, as the leak check scans threads' static TLS for pointers to blocks.
   uintptr_t last_alloc;
-  // The block this thread's last recorder_free() ended, since recorder_watch_frees().
-  uintptr_t last_free;
+  // The block recorder_watch_free() watches this thread's frees for, and whether one ended it.
+  FreeWatch free_watch;
   // The thread's stack, for the frame-pointer walk (read on first use; 0 = not yet).
   uintptr_t stack_begin;
   uintptr_t stack_end;

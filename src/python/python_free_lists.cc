@@ -21,15 +21,17 @@ using Destructor = void (*)(void* object);
 
 Destructor g_tuple_destructor = nullptr;
 
-// destroy_tuple() runs CPython's tuple destructor, then tells whether the tuple's block was freed:
-// a freed tuple's block is the last this thread freed (its items go before it); a kept one was put
-// on the free list, or left for later by the interpreter's trashcan (freed then, from the
-// free-list stack).
+// destroy_tuple() runs CPython's tuple destructor, watching this thread's frees for the tuple's
+// block: one not freed was put on the free list, or left for later by the interpreter's trashcan
+// (freed then, from the free-list stack). Watched, not compared with the last free: destructors the
+// trashcan runs after the tuple's free may allocate again at its address.
 void destroy_tuple(void* object) {
   uintptr_t block = reinterpret_cast<uintptr_t>(object) - kGcHeaderBytes;
-  recorder_watch_frees();
+  FreeWatch outer = recorder_watch_free(block);
   g_tuple_destructor(object);
-  if (recorder_last_free() == block || !hook_should_record()) return;
+  bool freed = recorder_watched_freed();
+  recorder_end_watch(outer);
+  if (freed || !hook_should_record()) return;
   Bookkeeping record;
   recorder_park(reinterpret_cast<void*>(block));
 }
