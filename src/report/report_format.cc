@@ -41,12 +41,22 @@ RunHeader header_of(const RunAnalysis& analysis) {
 }
 
 // section() lists the groups of one verdict, at most `top`, and counts them all in *total.
-std::vector<size_t> section(const RunAnalysis& analysis, Verdict verdict, const ReportOptions& options, size_t* total) {
+// Which groups of a verdict a section holds: all of them, or only the program's or only the
+// runtime's own residue (a caching allocator's reserve is the program's device memory).
+enum class Owner { kAny, kProgram, kRuntime };
+
+bool owned_by(const GroupReport& group, Owner owner) {
+  bool runtime = group.runtime != nullptr && group.runtime != kCachingAllocatorReserve;
+  return owner == Owner::kAny || runtime == (owner == Owner::kRuntime);
+}
+
+std::vector<size_t> section(const RunAnalysis& analysis, Verdict verdict, const ReportOptions& options, size_t* total,
+                            Owner owner = Owner::kAny) {
   std::vector<size_t> groups;
   *total = 0;
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
     const GroupReport& group = analysis.groups[g];
-    if (group.verdict != verdict || group.live_bytes < options.min_bytes) continue;
+    if (group.verdict != verdict || group.live_bytes < options.min_bytes || !owned_by(group, owner)) continue;
     ++*total;
     if (groups.size() < options.top) groups.push_back(g);
   }
@@ -440,7 +450,9 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
   int leak_frames = options.frames > 0 ? options.frames : 6;
   int other_frames = options.frames > 0 ? options.frames : 1;
   size_t total = 0;
-  auto leaks = section(analysis, Verdict::kLeak, options, &total);
+  // Residue that grows (a thread's TLS block, pytest's records) is not the program's leak: `check`
+  // leaves it out, and it follows the suspects in a short section of its own.
+  auto leaks = section(analysis, Verdict::kLeak, options, &total, Owner::kProgram);
   out += fmt::format("\nLeak suspects: {}{}\n", total, total > leaks.size() ? fmt::format(" (top {} shown)", leaks.size()) : "");
   int rank = 0;
   for (size_t g : leaks) {
@@ -483,11 +495,13 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
   struct Section {
     Verdict verdict;
     const char* title;
+    Owner owner;
   };
-  for (Section kind : {Section{Verdict::kCache, "Caches and working sets (bounded, with turnover)"},
-                       Section{Verdict::kStartup, "Startup residents (born early, flat)"},
-                       Section{Verdict::kUnknown, "Not judged"}}) {
-    auto groups = section(analysis, kind.verdict, options, &total);
+  for (Section kind : {Section{Verdict::kLeak, "The runtime's own, growing (not the program's: check leaves it out)", Owner::kRuntime},
+                       Section{Verdict::kCache, "Caches and working sets (bounded, with turnover)", Owner::kAny},
+                       Section{Verdict::kStartup, "Startup residents (born early, flat)", Owner::kAny},
+                       Section{Verdict::kUnknown, "Not judged", Owner::kAny}}) {
+    auto groups = section(analysis, kind.verdict, options, &total, kind.owner);
     if (total == 0) continue;
     out += fmt::format("\n{}: {}{}\n", kind.title, total, total > groups.size() ? fmt::format(" (top {} shown)", groups.size()) : "");
     for (size_t g : groups) {
