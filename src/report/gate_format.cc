@@ -36,7 +36,9 @@ std::string gated_line(const char* label, const GatedGroup& group) {
     line += fmt::format(", {}{}/min", group.growth_bytes_per_min >= 0 ? "+" : "",
                         format_bytes(static_cast<int64_t>(group.growth_bytes_per_min)));
   }
-  if (group.freed_at_exit_bytes > 0) line += fmt::format(" · freed at the end: {}", format_bytes(group.freed_at_exit_bytes));
+  if (group.freed_at_exit_bytes > 0) {
+    line += fmt::format(" · freed {}: {}", group.freed_when, format_bytes(group.freed_at_exit_bytes));
+  }
   if (whole) {
     line += " · " + group.left_out_by;
   } else if (group.left_out_bytes > 0) {

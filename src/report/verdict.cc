@@ -228,8 +228,9 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
                                      how, decided.z, judgement.leak_entropy);
     } else if (evidence.allocations > 2 * static_cast<uint64_t>(evidence.live_blocks)) {
       judgement.reason = fmt::format("{} (Mann-Kendall Z {:.1f}) in a few blocks re-allocated ever larger ({} "
-                                     "allocations for {} live blocks, leak entropy {:.2f})",
-                                     how, decided.z, evidence.allocations, evidence.live_blocks, judgement.leak_entropy);
+                                     "allocations for {} live block{}, leak entropy {:.2f})",
+                                     how, decided.z, evidence.allocations, evidence.live_blocks,
+                                     evidence.live_blocks == 1 ? "" : "s", judgement.leak_entropy);
     } else {
       judgement.reason = fmt::format("{} (Mann-Kendall Z {:.1f}) and keeps what it grew, most of it born late in the "
                                      "run (leak entropy {:.2f})",
