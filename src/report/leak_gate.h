@@ -63,8 +63,7 @@ struct GatedGroup {
   int64_t left_out_bytes = 0;  // the rest, shown apart
   double growth_bytes_per_min = 0;  // its growth, in the share of the bytes counted
   int64_t freed_at_exit_bytes = 0;
-  // When those were freed, in the report's words: "at exit", or "at the end" when main returned.
-  const char* freed_when = "at exit";
+  const char* freed_when = "at exit";  // when those went (report/analysis.h, freed_when())
   std::string left_out_by;  // why the gate left (some of) it out: runtime residue, a rule
 };
 

@@ -40,7 +40,6 @@ RunHeader header_of(const RunAnalysis& analysis) {
   return {analysis.state, analysis.at, analysis.judged, analysis.live_bytes_by_domain, analysis.devices, "judged"};
 }
 
-// section() lists the groups of one verdict, at most `top`, and counts them all in *total.
 // Which groups of a verdict a section holds: all of them, or only the program's or only the
 // runtime's own residue (a caching allocator's reserve is the program's device memory).
 enum class Owner { kAny, kProgram, kRuntime };
@@ -50,6 +49,8 @@ bool owned_by(const GroupReport& group, Owner owner) {
   return owner == Owner::kAny || runtime == (owner == Owner::kRuntime);
 }
 
+// section() lists the groups of one verdict that `owner` holds, at most `top`, and counts them all
+// in *total.
 std::vector<size_t> section(const RunAnalysis& analysis, Verdict verdict, const ReportOptions& options, size_t* total,
                             Owner owner = Owner::kAny) {
   std::vector<size_t> groups;
@@ -147,7 +148,7 @@ std::string domains_text(const RunAnalysis& analysis, const GroupReport& group) 
 // or, when main returned, as it did (its locals) or shortly before.
 std::string freed_at_exit_text(const RunAnalysis& analysis, int64_t freed, int64_t live) {
   if (analysis.teardown.mark == 0 || analysis.at.index == analysis.at.count) return "";
-  const char* when = analysis.at.earlier != 0 ? "at the end" : "at exit";
+  const char* when = freed_when(analysis);
   if (freed == 0) return fmt::format(" · not freed {}", when);
   return fmt::format(" · freed {}: {}{}", when, format_bytes(freed), freed >= live ? " (all)" : "");
 }
@@ -389,9 +390,8 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
   if (analysis.state.leak_check()) out += leak_check_text(*analysis.state.leak_check());
   const TeardownReport& teardown = analysis.teardown;
   if (teardown.mark != 0 && analysis.at.index < analysis.at.count) {
-    out += wrap(fmt::format("teardown from {:.1f} s to {:.1f} s freed {} of what was judged live (\"freed at {}\")",
-                            teardown.begin_s, teardown.end_s, format_bytes(teardown.freed_bytes),
-                            analysis.at.earlier != 0 ? "the end" : "exit"),
+    out += wrap(fmt::format("teardown from {:.1f} s to {:.1f} s freed {} of what was judged live (\"freed {}\")",
+                            teardown.begin_s, teardown.end_s, format_bytes(teardown.freed_bytes), freed_when(analysis)),
                 "   ", "");
   }
 

@@ -132,10 +132,11 @@ bool is_libc_function(const SymbolizedFrame& frame, std::string_view function) {
   return name == function;
 }
 
-// is_test_runner_code() tells the Python code of pytest, of pluggy (its plugin calls) and of
-// runpy (`python -m pytest`).
+// is_test_runner_code() tells the Python code of pytest and pluggy (its plugin calls) as installed
+// (site-packages, or Debian's dist-packages: a project's own tests/pytest/ directory is not
+// pytest), and of runpy (`python -m pytest`).
 bool is_test_runner_code(const SymbolizedFrame& frame) {
-  for (std::string_view directory : {"/_pytest/", "/pytest/", "/pluggy/"}) {
+  for (std::string_view directory : {"-packages/_pytest/", "-packages/pytest/", "-packages/pluggy/"}) {
     if (frame.file.find(directory) != std::string::npos) return true;
   }
   return frame.file == "<frozen runpy>" || frame.file.ends_with("/runpy.py");

@@ -98,6 +98,10 @@ TEST(RuntimeResidue, TheLoadersTheCLibrarysTheCxxRuntimesTheInterpretersAndTheTe
                              python_frame("<module>", "/usr/lib/python3/dist-packages/pytest/__main__.py"),
                              python_frame("_run_module_as_main", "<frozen runpy>")}),
             nullptr);
+  // A project's own directory named like the runner is not the runner.
+  EXPECT_EQ(runtime_residue({frame("", "/usr/bin/python3.11"), python_frame("test_parse", "/src/tests/pytest/test_parse.py"),
+                             python_frame("_multicall", "/usr/lib/python3/dist-packages/pluggy/_callers.py")}),
+            nullptr);
   // A test's own code, or the code it tests, beneath the runner makes the block the program's.
   EXPECT_EQ(runtime_residue({frame("", "/usr/bin/python3.11"), python_frame("test_tokenize", "/src/tests/test_text.py"),
                              python_frame("pytest_pyfunc_call", pytest + "python.py")}),
