@@ -44,6 +44,9 @@ constexpr double kMinUntrackedBytesPerMin = 256 * 1024;
 // at 0.9 s of a 2 s libtorch run, then flat), grow anonymous memory at rates that pass the one above.
 constexpr double kMinUntrackedBytes = 4 << 20;
 
+// An owner grows when it holds at least this share of the growth of all the program's leaks.
+constexpr double kLeastOwnerShare = 0.01;
+
 int verdict_rank(Verdict verdict) {
   switch (verdict) {
     case Verdict::kLeak: return 0;
@@ -91,21 +94,10 @@ void reorder(std::vector<T>& items, std::vector<uint32_t> order) {
   }
 }
 
-// owner_report() judges what one task name or thread owns: growing when the floor of its live
-// bytes trends up over the run; its rate is that of the run's later half, so a finished load at
-// the start does not inflate the rate of what grows now.
-OwnerReport owner_report(const std::vector<SeriesPoint>& points) {
-  OwnerReport owner;
-  if (points.empty()) return owner;
-  owner.live_bytes = static_cast<int64_t>(points.back().value);
-  std::vector<SeriesPoint> floor = live_floor(points);
-  double half = points.back().time_s - (points.back().time_s - points.front().time_s) / 2;
-  auto later = std::lower_bound(floor.begin(), floor.end(), half,
-                                [](const SeriesPoint& point, double time) { return point.time_s < time; });
-  owner.growth_bytes_per_min = theil_sen_slope(floor.end() - later >= 2 ? std::vector<SeriesPoint>(later, floor.end()) : floor) * 60;
-  owner.mann_kendall_z = mann_kendall(floor).z;
-  owner.growing = owner.mann_kendall_z >= kTrendZ && owner.growth_bytes_per_min > 0;
-  return owner;
+// owner_trend() is the trend of what one task name or thread owns, over the run: how steadily the
+// floor of its live bytes rises (its rate is its share of the leaks', owner_leak_growth()).
+double owner_trend(const std::vector<SeriesPoint>& points) {
+  return points.empty() ? 0 : mann_kendall(live_floor(points)).z;
 }
 
 void sort_by_live_bytes(std::vector<OwnerReport>& owners) {
@@ -492,27 +484,60 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   build_peak_holders(*analysis, peak, keys);
 
   // Live bytes now are those of the judged sites (a main-return mark may take some from the
-  // snapshot before it); the trends are the series'.
-  std::map<std::string, int64_t> task_bytes;
-  std::map<uint32_t, int64_t> thread_bytes;
-  for (const SiteReport& site : analysis->sites) {
+  // snapshot before it). An owner grows at its part of the program's leaks: each leak's growth
+  // shared out as its live bytes are. A pool's workers that each hold a part of one leak each grow,
+  // however the entries of a cache they share move between them; a thread that fills a cache
+  // does not.
+  std::vector<int64_t> leak_bytes(analysis->groups.size(), 0);
+  double leaks_growth = 0;
+  auto counted = [](const SiteReport& site) {
     // A caching allocator's reserve holds the tensors counted at their own sites: never both.
-    if (site.from_leak_check || site.runtime == kCachingAllocatorReserve) continue;
-    const CapturedSite& taken = analysis->capture_of(site);
-    analysis->captures.for_each_task(taken, [&](const std::string& name, int64_t bytes, int64_t) { task_bytes[name] += bytes; });
-    analysis->captures.for_each_thread(taken, [&](uint32_t thread, int64_t bytes, int64_t) { thread_bytes[thread] += bytes; });
+    return !site.from_leak_check && site.runtime != kCachingAllocatorReserve;
+  };
+  auto program_leak = [](const GroupReport& group) { return group.verdict == Verdict::kLeak && group.runtime == nullptr; };
+  for (const SiteReport& site : analysis->sites) {
+    if (counted(site) && program_leak(analysis->groups[site.group])) leak_bytes[site.group] += analysis->capture_of(site).live_bytes;
   }
+  for (size_t g = 0; g < analysis->groups.size(); ++g) {
+    if (leak_bytes[g] > 0) leaks_growth += std::max(analysis->groups[g].growth_bytes_per_min, 0.0);
+  }
+  struct Held {
+    int64_t bytes = 0;
+    double growth_bytes_per_min = 0;
+  };
+  std::map<std::string, Held> task_held;
+  std::map<uint32_t, Held> thread_held;
+  for (const SiteReport& site : analysis->sites) {
+    if (!counted(site)) continue;
+    const GroupReport& group = analysis->groups[site.group];
+    double growth_per_byte = leak_bytes[site.group] > 0 ? std::max(group.growth_bytes_per_min, 0.0) / static_cast<double>(leak_bytes[site.group]) : 0;
+    auto hold = [&](Held& held, int64_t bytes) {
+      held.bytes += bytes;
+      held.growth_bytes_per_min += growth_per_byte * static_cast<double>(bytes);
+    };
+    const CapturedSite& taken = analysis->capture_of(site);
+    analysis->captures.for_each_task(taken, [&](const std::string& name, int64_t bytes, int64_t) { hold(task_held[name], bytes); });
+    analysis->captures.for_each_thread(taken, [&](uint32_t thread, int64_t bytes, int64_t) { hold(thread_held[thread], bytes); });
+  }
+  auto owner_of = [&](const std::vector<SeriesPoint>& points, const Held& held) {
+    OwnerReport owner;
+    owner.live_bytes = held.bytes;
+    owner.mann_kendall_z = owner_trend(points);
+    owner.growth_bytes_per_min = held.growth_bytes_per_min;
+    // A block or two of a leak held by a thread that is not the one leaking is not its growth.
+    owner.growing = held.growth_bytes_per_min > 0 && held.growth_bytes_per_min >= kLeastOwnerShare * leaks_growth;
+    if (!owner.growing) owner.growth_bytes_per_min = 0;
+    return owner;
+  };
   for (const std::string& name : series.task_names()) {
-    OwnerReport owner = owner_report(series.task(name));
+    OwnerReport owner = owner_of(series.task(name), task_held[name]);
     owner.name = name;
-    owner.live_bytes = task_bytes[name];
     analysis->by_task.push_back(owner);
   }
   for (uint32_t thread : series.thread_indexes()) {
-    OwnerReport owner = owner_report(series.thread(thread));
+    OwnerReport owner = owner_of(series.thread(thread), thread_held[thread]);
     owner.name = state.threads()[thread].name;
     owner.tid = state.threads()[thread].tid;
-    owner.live_bytes = thread_bytes[thread];
     analysis->by_thread.push_back(owner);
   }
   sort_by_live_bytes(analysis->by_task);

@@ -83,14 +83,16 @@ struct GroupReport {
   LostFigures lost;  // its sites', at the leak check
 };
 
-// Live bytes and growth of everything one task name, or one thread, owns.
+// Live bytes of everything one task name, or one thread, owns, and its part of the leaks' growth.
 struct OwnerReport {
   std::string name;  // task name ("" = no task), or thread name
   int64_t tid = 0;   // threads only
   int64_t live_bytes = 0;
-  double growth_bytes_per_min = 0;  // Theil–Sen of the floor over the whole run
-  double mann_kendall_z = 0;
-  bool growing = false;  // Z ≥ kTrendZ and a positive slope
+  // Its share of each of the program's leaks' growth, as it holds a share of their live bytes; 0
+  // when not growing.
+  double growth_bytes_per_min = 0;
+  double mann_kendall_z = 0;  // of the floor of its own live bytes over the run
+  bool growing = false;  // it holds at least 1% of the leaks' growth
 };
 
 struct ResidencyFinding {

@@ -197,6 +197,43 @@ TEST(JudgedRun, SharedHelperOfABoundedAndAnUnboundedCacheIsTwoGroups) {
   EXPECT_EQ(leak_functions(judged.report).size(), 1u);
 }
 
+// Each worker's own live bytes go up and down with the shared cache's entries it happens to hold;
+// each still holds a quarter of the leak, and grows at that part of its rate.
+TEST(JudgedRun, EveryPoolWorkerHoldingPartOfALeakGrowsAtItsPartOfTheLeaksRate) {
+  Judged judged = judge({fixture("pool_with_shared_cache"), "4"});
+  ASSERT_EQ(judged.run.out, "served\n");
+  ASSERT_EQ(leak_functions(judged.report).size(), 1u);
+  nlohmann::json leak = group_named(judged.report, "audit");
+  ASSERT_EQ(leak["verdict"], "leak") << leak["reason"];
+  ASSERT_EQ(leak["parts"].size(), 1u);
+  double leak_growth = leak["growth_bytes_per_min"];
+  ASSERT_GT(leak_growth, 0);
+  std::map<int64_t, int64_t> leak_bytes_by_tid;
+  for (const auto& site : judged.report["sites"]) {
+    if (site["site"] != leak["parts"][0]["site"]) continue;
+    for (const auto& thread : site["threads"]) leak_bytes_by_tid[thread["tid"].get<int64_t>()] = thread["live_bytes"];
+  }
+  ASSERT_EQ(leak_bytes_by_tid.size(), 4u) << "every worker served audits";
+  int workers = 0;
+  double workers_growth = 0;
+  for (const auto& owner : judged.report["by_thread"]) {
+    std::string name = owner["name"];
+    if (name.rfind("worker-", 0) != 0) {
+      EXPECT_FALSE(owner["growing"].get<bool>()) << name << " made the cache and the queue, not the leak";
+      continue;
+    }
+    ++workers;
+    EXPECT_TRUE(owner["growing"].get<bool>()) << name;
+    double share = static_cast<double>(leak_bytes_by_tid[owner["tid"].get<int64_t>()]) / leak["live_bytes"].get<double>();
+    EXPECT_NEAR(owner["growth_bytes_per_min"].get<double>(), share * leak_growth, 1e-6 * leak_growth) << name;
+    workers_growth += owner["growth_bytes_per_min"].get<double>();
+  }
+  EXPECT_EQ(workers, 4);
+  EXPECT_NEAR(workers_growth, leak_growth, 1e-6 * leak_growth);
+  ASSERT_EQ(judged.report["by_task"].size(), 1u);
+  EXPECT_NEAR(judged.report["by_task"][0]["growth_bytes_per_min"].get<double>(), leak_growth, 1e-6 * leak_growth);
+}
+
 TEST(JudgedRun, LeakInsideASystemLibraryIsNamedAtTheProgramsCall) {
   Judged judged = judge({fixture("compressor_leak"), "120"});
   for (const auto& group : judged.report["groups"]) {
