@@ -1,8 +1,6 @@
 #include "report/leak_gate.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,6 +9,7 @@
 #include "report/device_layers.h"
 #include "report/frame_roles.h"
 #include "report/site_format.h"
+#include "report/text_file.h"
 #include "report/units.h"
 
 namespace leakscope::report {
@@ -145,11 +144,9 @@ SymbolizedFrame frame_from_json(const nlohmann::json& frame) {
 }
 
 Baseline parse_baseline(const std::string& path) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) throw BaselineError(fmt::format("{}: cannot read the baseline (not a file)", path));
-  std::ifstream file(path);
-  if (!file) throw BaselineError(fmt::format("{}: cannot read the baseline", path));
-  nlohmann::json document = nlohmann::json::parse(file, nullptr, false);
+  std::string text, why;
+  if (!read_text_file(path, &text, &why)) throw BaselineError(fmt::format("{}: cannot read the baseline: {}", path, why));
+  nlohmann::json document = nlohmann::json::parse(text, nullptr, false);
   auto not_report = [&](const char* why) {
     return BaselineError(fmt::format("{}: {}: not a report document (make one with leakscope report --format json --top 1000)",
                                      path, why));

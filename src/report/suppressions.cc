@@ -2,8 +2,6 @@
 
 #include <fnmatch.h>
 
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string_view>
 
@@ -11,6 +9,7 @@
 
 #include "core/stream_format.h"
 #include "report/frame_roles.h"
+#include "report/text_file.h"
 
 namespace leakscope::report {
 namespace {
@@ -94,16 +93,9 @@ Suppressions Suppressions::parse(const std::string& text, const std::string& ori
 }
 
 Suppressions Suppressions::load(const std::string& path) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
-    throw SuppressionError(fmt::format("{}: cannot read the suppressions file (not a file)", path));
-  }
-  std::ifstream file(path);
-  if (!file) throw SuppressionError(fmt::format("{}: cannot read the suppressions file", path));
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) throw SuppressionError(fmt::format("{}: cannot read the suppressions file", path));
-  return parse(text.str(), path);
+  std::string text, why;
+  if (!read_text_file(path, &text, &why)) throw SuppressionError(fmt::format("{}: cannot read the suppressions file: {}", path, why));
+  return parse(text, path);
 }
 
 void Suppressions::append(const Suppressions& other) {

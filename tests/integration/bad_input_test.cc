@@ -200,6 +200,10 @@ TEST(BadInput, UnknownVerbAndBadCliOptionsAreUsageErrors) {
   expect_one_line_error(leakscope({"run", "--depth", "0", "--", "true"}), 2, "depth");
   expect_one_line_error(leakscope({"run", "--sample", "lots", "--", "true"}), 2, "sample");
   expect_one_line_error(leakscope({"run"}), 2, "needs a command");
+  // A misspelt option is named, not the file its value then displaced.
+  expect_one_line_error(leakscope({"check", "--supress", "app.supp", good_stream()}), 2,
+                        "unknown option '--supress' (leakscope check --help lists them)");
+  expect_one_line_error(leakscope({"report", good_stream(), "again.lsc"}), 2, "unexpected argument 'again.lsc'");
 }
 
 TEST(BadInput, UnwritableOutputDirectoryStopsRunBeforeStarting) {

@@ -19,6 +19,22 @@ int fail(ExitCode code, const std::string& message) {
   return code;
 }
 
+namespace {
+
+// unexpected_arguments_text() names what the command line held that its verb does not take: an
+// unknown option first, as that is most often the mistake (a misspelt option, whose value then
+// takes the place of the file).
+std::string unexpected_arguments_text(const CLI::App& app) {
+  std::vector<std::string> extras = app.remaining(true);
+  std::string verb = app.get_subcommands().empty() ? "leakscope" : "leakscope " + app.get_subcommands().front()->get_name();
+  auto option = std::find_if(extras.begin(), extras.end(), [](const std::string& extra) { return extra.size() > 1 && extra[0] == '-'; });
+  if (option != extras.end()) return fmt::format("unknown option '{}' ({} --help lists them)", *option, verb);
+  if (extras.empty()) return fmt::format("unexpected arguments ({} --help lists what it takes)", verb);
+  return fmt::format("unexpected argument '{}' ({} --help lists what it takes)", extras.front(), verb);
+}
+
+}  // namespace
+
 }  // namespace leakscope::cli
 
 int main(int argc, char** argv) {
@@ -154,6 +170,8 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::CallForVersion& version) {
     return app.exit(version);
+  } catch (const CLI::ExtrasError&) {
+    return fail(kUsage, unexpected_arguments_text(app));
   } catch (const CLI::ParseError& error) {
     return fail(kUsage, error.what());
   }
