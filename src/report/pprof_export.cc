@@ -54,6 +54,14 @@ class ProfileWriter {
     chunk.add_comment(string_id(fmt::format("leakscope: {} (pid {}), judged at snapshot {}", analysis_.state.process().exe,
                                             analysis_.state.process().pid, analysis_.at.index)));
     chunk.SerializeToCodedStream(out_);
+    // Readers take the first mapping for the program's own binary ("File:" in go tool pprof).
+    const std::string& exe = analysis_.state.process().exe;
+    for (const Module& module : analysis_.state.modules()) {
+      if (module.path == exe) {
+        mapping_of(exe);
+        break;
+      }
+    }
     for (const SiteReport& site : analysis_.sites) {
       const CapturedSite& taken = analysis_.capture_of(site);
       if (taken.live_bytes <= 0 && taken.live_blocks <= 0) continue;
@@ -106,6 +114,10 @@ class ProfileWriter {
   uint64_t mapping_id(const SymbolizedFrame& frame) {
     std::string path = module_path(frame.module);
     if (path.empty() || !frame.language.empty() || internal::is_startup_marker(frame.address)) return 0;
+    return mapping_of(path);
+  }
+
+  uint64_t mapping_of(const std::string& path) {
     auto found = mapping_ids_.find(path);
     if (found != mapping_ids_.end()) return found->second;
     auto* mapping = tables_.add_mapping();

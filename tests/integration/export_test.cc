@@ -54,6 +54,17 @@ TEST(Export, PprofProfileIsReadByGosPprofWithTheLeaksFunctionAndExactBytes) {
   EXPECT_NE(raw.out.find("domain:[heap] verdict:[leak]"), std::string::npos) << raw.out;
 }
 
+TEST(Export, PprofNamesTheProgramAsItsFileWhenTheLargestSiteIsInALibrary) {
+  std::string file = scratch_dir() + "/run.lsc";
+  ASSERT_EQ(leakscope({"run", "-o", file, "--", fixture("compressor_leak"), "120"}).exit_code, 0);
+  std::string profile = scratch_dir() + "/run.pb.gz";
+  ASSERT_EQ(leakscope({"export", file, "--pprof", profile}).exit_code, 0);
+  Outcome top = go_pprof({"-top", profile});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  // The leak's innermost frames are zlib's; the first mapping is still the program's.
+  EXPECT_EQ(top.out.rfind("File: compressor_leak\n", 0), 0u) << top.out;
+}
+
 TEST(Export, FoldedStacksRunOutermostFirstAndSumToTheLiveBytes) {
   std::string file = steady_leak_stream();
   std::string folded = scratch_dir() + "/run.folded";
