@@ -150,6 +150,18 @@ std::string qualified_name(Dwarf_Die* declaration, const char* name) {
   return qualified + name;
 }
 
+bool is_cplusplus(int language) {
+  switch (language) {
+    case DW_LANG_C_plus_plus:
+    case DW_LANG_C_plus_plus_03:
+    case DW_LANG_C_plus_plus_11:
+    case DW_LANG_C_plus_plus_14:
+      return true;
+    default:
+      return language < 0;  // not said: as before, look
+  }
+}
+
 std::string die_name(Dwarf_Die* die) {
   Dwarf_Attribute attribute;
   for (int name : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
@@ -161,6 +173,11 @@ std::string die_name(Dwarf_Die* die) {
   if (plain == nullptr && dwarf_attr_integrate(die, DW_AT_name, &attribute) != nullptr) plain = dwarf_formstring(&attribute);
   if (plain == nullptr) return "";
   Dwarf_Die declaration = declaring_die(die);
+  // Only C++ encloses functions in namespaces and classes; finding a DIE's enclosing scopes
+  // walks its unit from the start, which in a C library with full debug info (a source-built
+  // libpython) took seconds a report.
+  Dwarf_Die unit;
+  if (dwarf_diecu(&declaration, &unit, nullptr, nullptr) != nullptr && !is_cplusplus(dwarf_srclang(&unit))) return plain;
   return qualified_name(&declaration, plain);
 }
 
