@@ -47,7 +47,7 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
     case SnapshotChoice::Kind::kBeforeTeardown:
       if (chosen.teardown != 0 && marks[chosen.teardown - 1].reason == SnapshotReason::kTeardown) {
         chosen.index = chosen.teardown;
-        chosen.why = "where teardown begins (exit() or the interpreter's finalization)";
+        chosen.why = "where teardown begins: exit() or the interpreter's finalization";
       } else if (chosen.teardown != 0) {
         chosen.index = chosen.teardown;
         chosen.earlier = chosen.teardown - 1;

@@ -40,7 +40,7 @@ struct ChosenSnapshot {
   uint32_t earliest = 0;  // with the snapshots from this one to `earlier`: those of the second before the mark
   uint32_t count = 0;     // snapshots in the stream
   uint32_t teardown = 0;  // index of the teardown mark; 0 when there is none
-  std::string why;        // how it was chosen: "where teardown begins (...)", "as --at asks", ...
+  std::string why;        // how it was chosen: "where teardown begins: ...", "as --at asks", ...
   SnapshotMark last{};    // the stream's last snapshot, for "ended by"
 };
 
