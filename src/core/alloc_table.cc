@@ -180,11 +180,12 @@ struct alignas(64) WideShard {
     return true;
   }
 
-  bool reassign(uintptr_t pointer, uint64_t hash, TripleId triple, Epoch birth, AllocRecord* before) {
+  bool reassign(uintptr_t pointer, uint64_t hash, TripleId triple, Epoch birth, AllocRecord* before, TripleId only_from) {
     if (table.count == 0) return false;
     AllocRecord& slot = table.slots[table.find(pointer, hash)];
     if (slot.pointer == 0) return false;
     *before = slot;
+    if (only_from != TripleId::kNone && slot.triple != only_from) return false;
     if (slot.triple != triple) {
       slot.triple = triple;
       slot.birth = birth;
@@ -292,7 +293,8 @@ struct alignas(64) GranuleShard {
     return true;
   }
 
-  bool reassign(uintptr_t pointer, uint64_t key, uint64_t hash, TripleId triple, Epoch birth, AllocRecord* before) {
+  bool reassign(uintptr_t pointer, uint64_t key, uint64_t hash, TripleId triple, Epoch birth, AllocRecord* before,
+                TripleId only_from) {
     if (table.count == 0) return false;
     Granule& granule = table.slots[table.find(key, hash)];
     uint32_t position = static_cast<uint32_t>(pointer >> kPositionShift) & (kPositions - 1);
@@ -300,6 +302,7 @@ struct alignas(64) GranuleShard {
     if (granule.tag == 0 || (granule.present & bit) == 0) return false;
     GranuleRecord& record = records_of(granule)[__builtin_popcountll(granule.present & (bit - 1))];
     *before = unpack(key, position, record);
+    if (only_from != TripleId::kNone && before->triple != only_from) return false;
     if (record.triple != raw(triple)) {
       record.triple = raw(triple);
       record.birth = raw(birth);
@@ -443,20 +446,20 @@ bool alloc_table_remove(uintptr_t pointer, AllocRecord* removed) {
   return remove_wide(pointer, removed);
 }
 
-bool alloc_table_reassign(uintptr_t pointer, TripleId triple, Epoch birth, AllocRecord* before) {
+bool alloc_table_reassign(uintptr_t pointer, TripleId triple, Epoch birth, AllocRecord* before, TripleId only_from) {
   if (pointer == 0) return false;
   if (in_granules(pointer)) {
     uint64_t key = pointer >> kGranuleShift;
     uint64_t hash = spread(key);
     GranuleShard& shard = g_granules.shard_of(hash);
     SpinLockGuard guard(shard.lock);
-    return shard.reassign(pointer, key, hash, triple, birth, before);
+    return shard.reassign(pointer, key, hash, triple, birth, before, only_from);
   }
   if (g_wide_live.load(std::memory_order_relaxed) == 0) return false;
   uint64_t hash = pointer_hash(pointer);
   WideShard& shard = g_wide.shard_of(hash);
   SpinLockGuard guard(shard.lock);
-  return shard.reassign(pointer, hash, triple, birth, before);
+  return shard.reassign(pointer, hash, triple, birth, before, only_from);
 }
 
 void alloc_table_visit(void (*visit)(const AllocRecord*, uint32_t, void*), void* context) {

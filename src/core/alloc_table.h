@@ -42,8 +42,9 @@ bool alloc_table_remove(uintptr_t pointer, AllocRecord* removed);
 
 // alloc_table_reassign() gives the block at `pointer` another triple and a new birth in place, its
 // size kept, unless it has that triple already; its record as it was goes to *before. False when
-// it is not tracked.
-bool alloc_table_reassign(uintptr_t pointer, TripleId triple, Epoch birth, AllocRecord* before);
+// it is not tracked, or when `only_from` is given and the block has another triple (left as it is).
+bool alloc_table_reassign(uintptr_t pointer, TripleId triple, Epoch birth, AllocRecord* before,
+                          TripleId only_from = TripleId::kNone);
 
 // alloc_table_visit() calls visit(records, count, context) with every live block, a batch at a
 // time, while holding the lock of the shard the batch comes from. For the snapshot writer: `visit`

@@ -7,7 +7,9 @@
 #include "core/epoch.h"
 #include "core/interpreter.h"
 #include "core/interval_map.h"
+#include "core/internal_alloc.h"
 #include "core/memory_budget.h"
+#include "core/parked_blocks.h"
 #include "core/sampler.h"
 #include "core/stack_capture.h"
 #include "core/stack_depot.h"
@@ -147,6 +149,10 @@ bool take_record(void* pointer, AllocRecord* taken) {
   if (sampling && !sampler_filter_may_contain(address)) return false;
   if (!alloc_table_remove(address, taken)) return false;
   if (sampling) sampler_filter_remove(address);
+  if (parked_blocks_enabled()) {
+    const TripleEntry* triple = triple_get(taken->triple);
+    if (triple != nullptr && triple->holds_parked_blocks.load(std::memory_order_relaxed)) parked_blocks_remove(address);
+  }
   return true;
 }
 
@@ -267,12 +273,42 @@ void recorder_park(void* pointer) {
   if (parked == nullptr) return;
   Epoch now = epoch_current();
   AllocRecord before;
-  if (!alloc_table_reassign(reinterpret_cast<uintptr_t>(pointer), static_cast<TripleId>(parked->id), now, &before)) return;
+  uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
+  TripleId parked_id = static_cast<TripleId>(parked->id);
+  parked->holds_parked_blocks.store(true, std::memory_order_relaxed);
+  if (!alloc_table_reassign(block, parked_id, now, &before)) return;
   // Parked again without being seen in use (CPython before 3.13 hands it out unseen): it stays as
-  // it was parked.
-  if (before.triple == static_cast<TripleId>(parked->id)) return;
+  // it was parked, with the triple it had first.
+  if (before.triple == parked_id) return;
+  if (!parked_blocks_add(ParkedBlock{block, before.triple, parked_id})) {
+    // No room to remember its own triple: it stays there, as if never parked.
+    AllocRecord undone;
+    alloc_table_reassign(block, before.triple, before.birth, &undone, parked_id);
+    return;
+  }
   count_freed(before, now);
   triple_record_alloc(parked, before.size, 1);
+}
+
+void recorder_unpark_in_use() {
+  if (!parked_blocks_enabled()) return;
+  // The snapshot writer's alone (under the snapshot lock): made once, kept.
+  constexpr size_t kBatch = 4096;
+  static ParkedBlock* batch = static_cast<ParkedBlock*>(internal_alloc_permanent(kBatch * sizeof(ParkedBlock)));
+  if (batch == nullptr) return;
+  for (;;) {
+    size_t taken = parked_blocks_take_in_use(batch, kBatch);
+    Epoch now = epoch_current();
+    for (size_t i = 0; i < taken; ++i) {
+      const ParkedBlock& parked = batch[i];
+      AllocRecord before;
+      // Freed, or freed and made again, since it was taken from the set: nothing to give back.
+      if (!alloc_table_reassign(parked.block, parked.own, now, &before, parked.parked)) continue;
+      count_freed(before, now);
+      if (TripleEntry* own = triple_get_mutable(parked.own)) triple_record_alloc(own, before.size, 1);
+    }
+    if (taken < kBatch) break;
+  }
 }
 
 bool recorder_take(void* pointer, AllocRecord* taken) {

@@ -52,9 +52,14 @@ void recorder_renew(void* pointer);
 
 // recorder_park() records the heap block at `pointer`, when it is tracked, as kept by its runtime
 // on a free list after the program let go of it: counted freed at its stack and made anew at the
-// free-list marker stack (kFreeListFrame, stream_format.h), this thread's, born now. Nothing
-// changes for a block already there.
+// free-list marker stack (kFreeListFrame, stream_format.h), this thread's, born now, with the
+// triple it had remembered (parked_blocks.h). Nothing changes for a block already there.
 void recorder_park(void* pointer);
+
+// recorder_unpark_in_use() gives the parked blocks their runtime has handed out again unseen back
+// to the triples they had, counted made anew now. For the snapshot writer, before an epoch closes;
+// not signal-safe.
+void recorder_unpark_in_use();
 
 // A watch on one block of the calling thread's frees (FreeWatch, thread_registry.h):
 // recorder_watch_free() starts one and returns the watch it replaces, for recorder_end_watch() to

@@ -22,6 +22,7 @@
 #include "core/leak_check.h"
 #include "core/memory_budget.h"
 #include "core/module_map.h"
+#include "core/parked_blocks.h"
 #include "core/recorder.h"
 #include "core/sampler.h"
 #include "core/snapshot_schedule.h"
@@ -273,6 +274,8 @@ void say_budget_stage() {
 int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final,
                           const LeakCheckResult* leak_check = nullptr) {
   if (g_final_written || g_runtime_state.load(std::memory_order_relaxed) != kActive) return -1;
+  // Not from a fatal signal's handler, which may have stopped a thread inside the bookkeeping.
+  if (reason != SnapshotReason::kSignal) recorder_unpark_in_use();
   int error = snapshot_writer_write(reason, signal_number, final, leak_check);
   if (final) g_final_written = true;
   if (error != 0) {
@@ -453,11 +456,13 @@ void fork_prepare() {
   interval_map_before_fork();
   device_table_before_fork();
   alloc_table_before_fork();
+  parked_blocks_before_fork();
   internal_alloc_before_fork();
 }
 
 void fork_parent() {
   internal_alloc_after_fork_parent();
+  parked_blocks_after_fork_parent();
   alloc_table_after_fork_parent();
   interval_map_after_fork_parent();
   device_table_after_fork_parent();
@@ -476,6 +481,7 @@ void fork_child() {
   leakscope_tls_held_handlers = 0;
   leakscope_tls_held_signal = 0;
   internal_alloc_after_fork_child();
+  parked_blocks_after_fork_child();
   alloc_table_after_fork_child();
   interval_map_after_fork_child();
   device_table_after_fork_child();

@@ -33,6 +33,9 @@ struct TripleEntry {
   uint32_t id;
   ThreadSlot thread;
   TaskId task;
+  // A runtime's free-list triple, whose blocks the parked set (parked_blocks.h) remembers: a block
+  // leaving it is forgotten there.
+  std::atomic<bool> holds_parked_blocks;
   SiteEntry* site;
   std::atomic<uint64_t> alloc_count;
   std::atomic<uint64_t> alloc_bytes;

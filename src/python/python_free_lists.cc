@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/parked_blocks.h"
 #include "core/recorder.h"
 #include "core/runtime.h"
 #include "interpose/hook_guard.h"
@@ -18,6 +19,7 @@ constexpr size_t kTypeDestructorOffset = 48;
 constexpr uintptr_t kGcHeaderBytes = 16;  // sizeof(PyGC_Head)
 
 using Destructor = void (*)(void* object);
+using ReferenceCount = intptr_t;  // ob_refcnt, an object's first word
 
 Destructor g_tuple_destructor = nullptr;
 
@@ -36,6 +38,13 @@ void destroy_tuple(void* object) {
   recorder_park(reinterpret_cast<void*>(block));
 }
 
+// tuple_in_use() tells whether a tuple kept on a free list was handed out again: its reference
+// count stays 0 on the list, and the interpreter sets it to 1 when it hands the tuple out.
+bool tuple_in_use(uintptr_t block) {
+  const auto* reference_count = reinterpret_cast<const ReferenceCount*>(block + kGcHeaderBytes);
+  return __atomic_load_n(reference_count, __ATOMIC_RELAXED) != 0;
+}
+
 }  // namespace
 
 bool python_free_lists_watch(void* scope) {
@@ -47,6 +56,7 @@ bool python_free_lists_watch(void* scope) {
   memcpy(&destructor, type + kTypeDestructorOffset, sizeof(destructor));
   if (name == nullptr || strcmp(name, "tuple") != 0 || destructor == nullptr) return false;
   g_tuple_destructor = destructor;
+  parked_blocks_enable(tuple_in_use);
   Destructor ours = destroy_tuple;
   memcpy(type + kTypeDestructorOffset, &ours, sizeof(ours));
   return true;

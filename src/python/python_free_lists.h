@@ -6,7 +6,8 @@
 // recorded live at the line that made it: a bounded cache of tuples (functools.lru_cache) then
 // looks like a leak until the free list is full, and the gate fails a correct program. leakscope
 // stands in front of the tuple type's destructor and records what it keeps as the interpreter's:
-// at one free-list stack (docs/PYTHON.md, free lists).
+// at one free-list stack, remembering the stack each had, to which one handed out again goes back
+// (core/parked_blocks.h; docs/PYTHON.md, free lists).
 #ifndef LEAKSCOPE_PYTHON_PYTHON_FREE_LISTS_H_
 #define LEAKSCOPE_PYTHON_PYTHON_FREE_LISTS_H_
 
