@@ -127,9 +127,9 @@ void add_series(std::vector<SeriesPoint>* sum, const std::vector<SeriesPoint>& p
   for (size_t i = 0; i < part.size(); ++i) (*sum)[offset + i].value += part[i].value;
 }
 
-// site_series() is a site's live bytes over time; a site taken from a snapshot before a
-// main-return mark ends at the value it had there, at the mark: the snapshots between, taken
-// while main's locals were being destroyed, are left out.
+// site_series() is a site's live bytes over time; a site taken from a snapshot before a teardown
+// mark ends at the value it had there, at the mark: the snapshots between, taken while the
+// program tore down, are left out.
 std::vector<SeriesPoint> site_series(const RunAnalysis& analysis, const SiteReport& site) {
   const CapturedSite& taken = analysis.capture_of(site);
   std::vector<SeriesPoint> points = analysis.series->site(taken.site);
@@ -483,8 +483,8 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   });
   build_peak_holders(*analysis, peak, keys);
 
-  // Live bytes now are those of the judged sites (a main-return mark may take some from the
-  // snapshot before it). An owner grows at its part of the program's leaks: each leak's growth
+  // Live bytes now are those of the judged sites (a teardown mark may take some from the
+  // snapshots before it). An owner grows at its part of the program's leaks: each leak's growth
   // shared out as its live bytes are. A pool's workers that each hold a part of one leak each grow,
   // however the entries of a cache they share move between them; a thread that fills a cache
   // does not.

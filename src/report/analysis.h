@@ -176,7 +176,7 @@ int64_t freed_at_exit_bytes(const RunAnalysis& analysis, const SiteReport& site)
 
 // freed_when() says when those bytes went, as the report and the gate word it: "at exit" after
 // exit() or an interpreter's finalization, "at the end" when main returned (its locals with it).
-inline const char* freed_when(const RunAnalysis& analysis) { return analysis.at.earlier != 0 ? "at the end" : "at exit"; }
+inline const char* freed_when(const RunAnalysis& analysis) { return analysis.at.main_returned ? "at the end" : "at exit"; }
 
 // site_summary() is site `index` of analysis.sites whole, with its owners' names; site_detail()
 // adds its judgement and the rest a report shows of it.

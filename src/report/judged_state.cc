@@ -71,7 +71,7 @@ void JudgedCapture::judge(const RunState& state) {
   SiteCaptures& captures = judged_.captures;
   std::vector<CapturedSite>& sites = judged_.sites;
   TriplesBySite triples(state);
-  // What the second before a main-return mark gives, decided first, so that the captures not taken
+  // What the second before a teardown mark gives, decided first, so that the captures not taken
   // are let go before the mark's own are made.
   std::vector<bool> taken_earlier(state.sites().size(), false);
   for (uint32_t id = 1; id < earlier_.size(); ++id) {

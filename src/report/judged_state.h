@@ -1,9 +1,11 @@
 // File: judged_state.h
 //
 // The sites live at the judged snapshot (report/snapshot_choice.h), captured while a stream is
-// read, for dump and the analysis alike. At a mark of main's return, main's own locals (a Server
-// object, a vector of loaded models) are destroyed already, and a snapshot taken in the second
-// before may have landed while they were being destroyed. A site is then taken whole (bytes,
+// read, for dump and the analysis alike. At a teardown mark the program may have torn down
+// already: at main's return its own locals (a Server object, a vector of loaded models) are
+// destroyed, and before exit() or an interpreter's finalization a service shuts its workers down
+// and clears what it kept (atexit handlers too); a snapshot taken in the second before may have
+// landed while it did. A site is then taken whole (bytes,
 // blocks, owners, births) from an earlier snapshot when what it held there from before that
 // snapshot's epoch is more than it holds at the mark: a site gone at the mark (a local torn down)
 // from the snapshot of that second where it last began to shrink steadily into the mark, any
@@ -58,7 +60,7 @@ class JudgedCapture {
   void judge(const RunState& state);
 
   static constexpr uint32_t kNone = UINT32_MAX;
-  // A site in the snapshots before a main-return mark: where it last began to shrink steadily and,
+  // A site in the snapshots before a teardown mark: where it last began to shrink steadily and,
   // when it was in the snapshot just before the mark, as it was there (records in earlier_sites_),
   // with what it held in each from before that snapshot's epoch (births after were in flight).
   struct EarlierSite {

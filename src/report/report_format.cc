@@ -390,8 +390,11 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
   if (analysis.state.leak_check()) out += leak_check_text(*analysis.state.leak_check());
   const TeardownReport& teardown = analysis.teardown;
   if (teardown.mark != 0 && analysis.at.index < analysis.at.count) {
-    out += wrap(fmt::format("teardown from {:.1f} s to {:.1f} s freed {} of what was judged live (\"freed {}\")",
-                            teardown.begin_s, teardown.end_s, format_bytes(teardown.freed_bytes), freed_when(analysis)),
+    // A teardown of a few milliseconds shows as one: "from 6.5 s to 6.5 s" says nothing.
+    int digits = teardown.end_s - teardown.begin_s < 0.1 ? 3 : 1;
+    out += wrap(fmt::format("teardown from {:.{}f} s to {:.{}f} s freed {} of what was judged live (\"freed {}\")",
+                            teardown.begin_s, digits, teardown.end_s, digits, format_bytes(teardown.freed_bytes),
+                            freed_when(analysis)),
                 "   ", "");
   }
 

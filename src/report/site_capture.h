@@ -34,7 +34,7 @@ struct CapturedSite {
   uint16_t births = 0;   // nonzero bins of live bytes by birth time, oldest first
   bool sole = false;
   bool lifetimes = false;     // something was freed: its lifetime buckets are in the arena
-  bool from_earlier = false;  // taken from a snapshot before a main-return mark (judged_state.h)
+  bool from_earlier = false;  // taken from a snapshot before a teardown mark (judged_state.h)
   int64_t live_bytes = 0;
   int64_t live_blocks = 0;
   uint64_t allocations = 0;            // blocks allocated so far, freed or not

@@ -45,19 +45,20 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
       chosen.why = "the final snapshot, as --at end asks";
       break;
     case SnapshotChoice::Kind::kBeforeTeardown:
-      if (chosen.teardown != 0 && marks[chosen.teardown - 1].reason == SnapshotReason::kTeardown) {
+      if (chosen.teardown != 0) {
         chosen.index = chosen.teardown;
-        chosen.why = "where teardown begins: exit() or the interpreter's finalization";
-      } else if (chosen.teardown != 0) {
-        chosen.index = chosen.teardown;
+        chosen.main_returned = marks[chosen.teardown - 1].reason == SnapshotReason::kMainReturned;
         chosen.earlier = chosen.teardown - 1;
-        // main's locals are destroyed before it returns, and a snapshot may land while they are:
-        // the snapshots of the second before the mark are all looked at.
+        // A program tears down before the mark too: main's locals are destroyed before it returns,
+        // and a service shuts its workers down and clears what it kept before it calls exit() or
+        // its interpreter finalizes (atexit handlers among it). A snapshot may land meanwhile: the
+        // snapshots of the second before the mark are all looked at.
         chosen.earliest = chosen.earlier;
         uint64_t mark_ns = marks[chosen.teardown - 1].time_ns;
-        while (chosen.earliest > 1 && marks[chosen.earliest - 2].time_ns + kMainReturnWindowNs >= mark_ns) --chosen.earliest;
-        chosen.why = chosen.earlier != 0 ? "main returned; each site as of then or at its largest in the second before"
-                                         : "main returned";
+        while (chosen.earliest > 1 && marks[chosen.earliest - 2].time_ns + kTeardownWindowNs >= mark_ns) --chosen.earliest;
+        const char* mark = chosen.main_returned ? "main returned" : "teardown begins: exit() or the interpreter's finalization";
+        chosen.why = chosen.earlier != 0 ? fmt::format("{}; each site as of then or at its largest in the second before", mark)
+                                         : mark;
       } else {
         chosen.index = chosen.count;
         chosen.why = chosen.last.final || chosen.last.reason == SnapshotReason::kExec

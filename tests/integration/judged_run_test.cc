@@ -14,6 +14,7 @@ namespace {
 const char* const kPython = "/usr/bin/python3";
 
 struct Judged {
+  std::string file;  // the stream
   Outcome run;
   nlohmann::json report;
 };
@@ -25,6 +26,7 @@ Judged judge(const std::vector<std::string>& program, const std::vector<std::str
   std::vector<std::string> run{"run", "-o", file, "--"};
   run.insert(run.end(), program.begin(), program.end());
   Judged judged;
+  judged.file = file;
   judged.run = leakscope(run);
   EXPECT_EQ(judged.run.exit_code, 0) << judged.run.err;
   std::vector<std::string> report{"report", "--format", "json", "--top", "1000", file};
@@ -306,6 +308,31 @@ TEST(JudgedRun, PythonServiceLeakingIntoAModuleDictIsALeakThatTeardownFrees) {
     EXPECT_EQ(site["freed_at_exit_bytes"], site["live_bytes"]);
   }
   EXPECT_TRUE(found) << "a site of the 400 kept bytes objects";
+}
+
+// A service that clears its ever-growing audit log as it shuts down, at the end of main or in an
+// atexit handler, both before the interpreter begins to finalize: the log is still a leak, judged
+// as it was in the second before the mark, freed at exit, and the gate fails the service.
+TEST(JudgedRun, PythonServiceThatClearsItsLeakAsItShutsDownStillShowsIt) {
+  for (const char* clear_at : {"main", "atexit"}) {
+    SCOPED_TRACE(clear_at);
+    Judged judged = judge({kPython, fixture_source("pool_service_clearing_at_shutdown.py"), "3000", clear_at});
+    ASSERT_EQ(judged.run.out, "audited 3000\n");
+    int64_t buffers = 0;
+    for (const auto& group : groups_named(judged.report, "audit")) {
+      EXPECT_EQ(group["verdict"], "leak") << group["reason"];
+      EXPECT_EQ(group["freed_at_exit_bytes"], group["live_bytes"]);
+      for (const auto& part : group["parts"]) {
+        int64_t blocks = part["live_blocks"], bytes = part["live_bytes"];
+        if (bytes >= 1000 * blocks && bytes < 2000 * blocks) buffers += blocks;  // not the list's own buffer
+      }
+    }
+    // Each record's 1000-byte buffer; those of the last snapshot interval before the shutdown are
+    // only in the mark, which holds none of them.
+    EXPECT_GE(buffers, 3000 * 3 / 4);
+    EXPECT_LE(buffers, 3000);
+    EXPECT_EQ(leakscope({"check", judged.file}).exit_code, 1);
+  }
 }
 
 TEST(JudgedRun, TorchLeakAfterImportTorchInAShortRunIsALeak) {

@@ -324,16 +324,25 @@ TEST_P(PythonFrames, TuplesOnTheInterpretersFreeListAreNotTheLineThatMadeThem) {
   nlohmann::json parsed = run_script(script);
   ASSERT_EQ(last_out_, "256\n");
   // The line's tuples, grown by _PyTuple_Resize (its other blocks are the interpreter's cached
-  // one-character strings, and in 3.13 a list its free list of lists kept).
-  int64_t cached_tuples = 0;
+  // one-character strings, and in 3.13 a list its free list of lists kept). The interpreter's first
+  // calls take another path to them (from 3.11, before it specializes the code): a site of their
+  // own, whose few tuples, handed out again for the cache, the cache may evict in the second before
+  // the exit mark; the report then takes that site as it was before (each site at its largest in
+  // that second), beside the 256 it holds at the mark. Neither is a leak.
+  int64_t cached_tuples = 0, other_path_tuples = 0;
   for (const auto& site : sites_named(parsed, "tokenize").sites) {
     bool tuples = std::any_of(site["frames"].begin(), site["frames"].end(),
                               [](const nlohmann::json& frame) { return frame["function"] == "_PyTuple_Resize"; });
     if (!tuples) continue;
-    cached_tuples += site["live_blocks"].get<int64_t>();
-    EXPECT_EQ(site["verdict"], "cache") << site.dump();
+    EXPECT_NE(site["verdict"], "leak") << site.dump();
+    if (site["verdict"] == "cache") {
+      cached_tuples += site["live_blocks"].get<int64_t>();
+    } else {
+      other_path_tuples += site["live_blocks"].get<int64_t>();
+    }
   }
   EXPECT_EQ(cached_tuples, 256) << parsed.dump();
+  EXPECT_LE(other_path_tuples, 16) << parsed.dump();
   int64_t kept_blocks = 0;
   for (const auto& group : parsed["groups"]) {
     if (group["frame"].is_null() || group["frame"]["function"] != "[kept on the interpreter's free lists]") continue;

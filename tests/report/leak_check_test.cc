@@ -334,19 +334,21 @@ TEST(LeakCheck, LaterScanSupersedesAnEarlierOne) {
   EXPECT_EQ(group_named(*analysis, "make_node").lost.bytes, 1337u);
 }
 
-// A scan on request at 2 s finds add_child's blocks lost; the program frees them before the
-// teardown mark, which is judged: the site is still reported, as it was at the scan.
+// A scan on request at 2 s finds add_child's blocks lost; the program frees them at 3 s, longer
+// before the teardown mark at 4 s than the second before it that a teardown is looked for in:
+// the site is still reported, as it was at the scan.
 TEST(LeakCheck, SiteLostAtTheScanButNotLiveAtTheJudgedSnapshotStillShows) {
   Bytes first = Bytes().section(SectionTag::kInfo, info(0, 1000000000, false)).append(definitions()).append(allocations());
   Bytes scan = Bytes().section(SectionTag::kInfo, info(1, 2000000000, SnapshotReason::kOnDemand, false));
   scan.section(SectionTag::kLeakCheck, leak_check(LeakCheckTrigger::kRequest, 2000000000, {{2, 1024, 1, 2048, 2}}));
-  Bytes mark = Bytes().section(SectionTag::kInfo, info(2, 3000000000, SnapshotReason::kTeardown, false));
-  mark.section(SectionTag::kCounters, Bytes().varint(1).varint(2).varint(0).varint(0).varint(3).varint(3072).varint(0));
-  mark.section(SectionTag::kBirths, Bytes().varint(1).varint(2).varint(0).signed_varint(-3072).signed_varint(-3));
-  Bytes last = Bytes().section(SectionTag::kInfo, info(3, 3100000000, true));
+  Bytes freed = Bytes().section(SectionTag::kInfo, info(2, 2900000000, false));
+  freed.section(SectionTag::kCounters, Bytes().varint(1).varint(2).varint(0).varint(0).varint(3).varint(3072).varint(0));
+  freed.section(SectionTag::kBirths, Bytes().varint(1).varint(2).varint(0).signed_varint(-3072).signed_varint(-3));
+  Bytes mark = Bytes().section(SectionTag::kInfo, info(3, 4000000000, SnapshotReason::kTeardown, false));
+  Bytes last = Bytes().section(SectionTag::kInfo, info(4, 4100000000, true));
   std::unique_ptr<RunAnalysis> analysis = analyze(file_header() + process_frame() + snapshot_frame(first) + snapshot_frame(scan) +
-                                                  snapshot_frame(mark) + snapshot_frame(last));
-  EXPECT_EQ(analysis->at.index, 3u);
+                                                  snapshot_frame(freed) + snapshot_frame(mark) + snapshot_frame(last));
+  EXPECT_EQ(analysis->at.index, 4u);
   const GroupReport& child = group_named(*analysis, "add_child");
   SiteDetail site = site_detail(*analysis, child.parts[0]);
   EXPECT_TRUE(site.from_leak_check);
