@@ -12,7 +12,7 @@ packages=(
   libcpp-httplib-dev   # serve, run --prometheus: the /metrics endpoint
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev           # integration test: a leak inside a system library (zlib)
-  golang-go            # integration test: go tool pprof reads the exported profile
+  golang-go            # integration tests: go tool pprof reads the exported profile; a Go front end calling C
   chromium             # integration test: the exported HTML page rendered headless
   prometheus curl      # integration test: a real Prometheus server scrapes the endpoint
   libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools4 libmimalloc2.0  # integration tests: allocators preloaded below leakscope

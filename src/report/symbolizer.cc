@@ -371,7 +371,11 @@ const Module* Symbolizer::module_for(uint64_t address, uint32_t epoch) const {
 }
 
 Dwarf_Die* Symbolizer::ModuleDebug::unit_at(Dwarf_Addr address, Dwarf_Addr* bias) {
-  if (Dwarf_Die* unit = dwfl_module_addrdie(module, address, bias)) return unit;
+  // The address ranges' table can name a unit that does not hold the address: a Go program's own
+  // units have no entries there, and its C units' entries led every Go address to gcc_mmap.c.
+  if (Dwarf_Die* unit = dwfl_module_addrdie(module, address, bias); unit != nullptr && dwarf_haspc(unit, address - *bias) > 0) {
+    return unit;
+  }
   if (!units_indexed) {
     units_indexed = true;
     for (Dwarf_Die* unit = nullptr; (unit = dwfl_module_nextcu(module, unit, &unit_bias)) != nullptr;) {
