@@ -112,7 +112,9 @@ std::string gate_text(const RunAnalysis& analysis, const GateResult& result, con
     out += fmt::format("{} {}: {}\n", check.passed ? "PASS" : "FAIL", check.limit, check.text);
     failed += check.passed ? 0 : 1;
   }
-  if (failed == 0) {
+  if (result.checks.empty()) {
+    out += "leakscope check: nothing checked: no limit given applies to this run\n";
+  } else if (failed == 0) {
     out += fmt::format("leakscope check: passed ({} check{})\n", result.checks.size(), result.checks.size() == 1 ? "" : "s");
   } else {
     out += fmt::format("leakscope check: FAILED ({} of {} check{})\n", failed, result.checks.size(),

@@ -265,6 +265,18 @@ TEST(Check, RunCheckAsksForALeakCheckUnlessTheOptionsDecideOrSample) {
   }
 }
 
+// The only limit given needs a leak check, and the program leaves by _exit before its teardown
+// (as a Go program's os.Exit does): nothing can be checked, which is never a pass.
+TEST(Check, RunCheckWhereNoLimitGivenAppliesIsNotAPass) {
+  std::string directory = scratch_dir();
+  Outcome gated = leakscope({"run", "-o", directory + "/x.lsc", "--check", "max-lost=0", "--", "/usr/bin/python3", "-c",
+                             "import os\nkept = [bytearray(4096) for _ in range(100)]\nos._exit(0)"});
+  EXPECT_EQ(gated.exit_code, 3) << gated.out << gated.err;
+  EXPECT_NE(gated.out.find("leakscope check: nothing checked: no limit given applies to this run\n"), std::string::npos) << gated.out;
+  EXPECT_EQ(gated.out.find("passed"), std::string::npos) << gated.out;
+  EXPECT_NE(gated.err.find("none of the limits given applies to this run, so nothing was checked"), std::string::npos) << gated.err;
+}
+
 TEST(Check, RunCheckGatesTheProgramsAWrapperScriptForks) {
   // A CI script that runs the test binary as a child (not the last command, so the shell forks).
   std::string directory = scratch_dir();

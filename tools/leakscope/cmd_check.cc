@@ -232,6 +232,18 @@ int run_check(const PreparedCheck& prepared, const std::vector<std::string>& fil
       return fail(kBadInput, error.what());
     }
   }
+  // A gate that judged nothing must not pass: the limits given may all need what this run lacks
+  // (max-lost alone, in a process that left before its teardown, as a Go program does).
+  size_t applied = 0;
+  for (const auto& [file, result] : results) applied += result.checks.size();
+  if (!results.empty() && applied == 0) {
+    std::string message = fmt::format("{}: none of the limits given applies to this run, so nothing was checked: "
+                                      "max-lost needs a leak check, which a process that ends by _exit, a signal or exec "
+                                      "(a Go program's exit among them) does not reach; add --max-leaked",
+                                      files.front());
+    if (!prepared.junit.empty()) write_junit_error(prepared.junit, files.front(), message);
+    return fail(kBadInput, message);
+  }
   bool passed = true;
   std::vector<std::pair<std::string, const report::GateResult*>> suites;
   for (const auto& [file, result] : results) {
