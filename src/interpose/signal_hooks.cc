@@ -34,6 +34,14 @@ ProgramSlot g_program[NSIG];
 
 bool valid(int signal_number) { return signal_number > 0 && signal_number < NSIG; }
 
+bool kills_by_default(int signal_number) {
+  if (signal_number >= SIGRTMIN && signal_number <= SIGRTMAX) return true;
+  for (int fatal : kFatalSignals) {
+    if (fatal == signal_number) return true;
+  }
+  return false;
+}
+
 bool is_ours(int signal_number) {
   return valid(signal_number) && g_ours[signal_number].load(std::memory_order_acquire);
 }
@@ -91,9 +99,9 @@ void on_program_signal(int signal_number, siginfo_t* info, void* context) {
   leakscope_tls_allocator_depth = allocator_depth;
 }
 
-bool is_function(const struct sigaction& action) {
-  return (action.sa_flags & SA_SIGINFO) != 0 || (action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN);
-}
+// is_function() tells a handler from SIG_DFL and SIG_IGN by its value alone, as the kernel does:
+// Go's runtime asks for the default action as {SIG_DFL, SA_SIGINFO} when it dies of a signal.
+bool is_function(const struct sigaction& action) { return action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN; }
 
 bool is_program_trampoline(const struct sigaction& action) {
   return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == on_program_signal;
@@ -110,7 +118,7 @@ bool install(int signal_number, void (*handler)(int, siginfo_t*, void*) = on_fat
              int flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK) {
   struct sigaction current;
   if (g_real.sigaction(signal_number, nullptr, &current) != 0) return false;
-  if ((current.sa_flags & SA_SIGINFO) != 0 || current.sa_handler != SIG_DFL) return false;
+  if (current.sa_handler != SIG_DFL) return false;
   struct sigaction ours;
   memset(&ours, 0, sizeof(ours));
   ours.sa_sigaction = handler;
@@ -172,8 +180,17 @@ int handle_sigaction(int signal_number, const struct sigaction* action, struct s
       installed.sa_sigaction = on_program_signal;
       installed.sa_flags |= SA_SIGINFO;
     }
-    if (g_real.sigaction(signal_number, &installed, nullptr) != 0) return -1;
-    g_ours[signal_number].store(false, std::memory_order_release);
+    if (installed.sa_handler == SIG_DFL && kills_by_default(signal_number)) {
+      // The default action put back (a program that dies of the signal it handled, as Go's
+      // runtime does): ours again, so that its death still writes the final snapshot.
+      if (!g_ours[signal_number].load(std::memory_order_acquire)) {
+        if (g_real.sigaction(signal_number, &installed, nullptr) != 0) return -1;
+        install(signal_number);
+      }
+    } else {
+      if (g_real.sigaction(signal_number, &installed, nullptr) != 0) return -1;
+      g_ours[signal_number].store(false, std::memory_order_release);
+    }
   }
   if (previous != nullptr) *previous = seen;
   return 0;

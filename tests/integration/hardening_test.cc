@@ -305,6 +305,18 @@ TEST(SignalHandlers, HandlerThatJumpsOutLeavesTrackingWhole) {
   EXPECT_EQ(held_at(dump(file, {"--at", "end"}), "keep_after_jumps").bytes, 100 * 777);
 }
 
+// Go's runtime dies of a signal it does not keep by putting back the default action as
+// {SIG_DFL, SA_SIGINFO} and raising the signal: that is the default action, not a handler.
+TEST(SignalHandlers, DefaultActionAskedForWithSaSiginfoStillEndsTheProgram) {
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", fixture("dies_of_its_own_signal")});
+  Outcome untraced = run_program({fixture("dies_of_its_own_signal")});
+  EXPECT_EQ(run.out, "serving\n");
+  EXPECT_EQ(run.exit_code, untraced.exit_code) << run.err;
+  EXPECT_EQ(run.exit_code, 128 + SIGTERM) << run.err;
+  EXPECT_EQ(dump(file)["ended_by"], "signal 15");
+}
+
 TEST(SignalHandlers, ProgramSeesItsOwnHandlerFlagsAndMask) {
   std::string file = scratch_dir() + "/run.lsc";
   Outcome run = leakscope({"run", "-o", file, "--", fixture("signal_handler_allocs"), "read_back"});
