@@ -119,6 +119,24 @@ std::string related_streams(const std::string& expected, const std::string& writ
   return text;
 }
 
+// say_if_exit_unseen() notes a program that exited while its stream ends without a final
+// snapshot: it left by its own exit system call, past every library (a Go program's os.Exit), so
+// what it did after its last snapshot is not in the stream, and reports say it was killed.
+void say_if_exit_unseen(const std::string& stream, int exit_status) {
+  std::vector<report::SnapshotMark> marks;
+  try {
+    report::StreamReader reader(stream);
+    marks = reader.skim_snapshots();
+  } catch (const report::StreamError&) {
+    return;  // what the stream lacks is said when it is read
+  }
+  if (marks.empty() || marks.back().final || marks.back().reason == internal::SnapshotReason::kExec) return;
+  fmt::print(stderr,
+             "leakscope: note: the program exited (status {}) without leakscope seeing its exit: it left by its own "
+             "exit system call, as Go programs do, so {} ends at its last snapshot, at {:.1f} s, and reads as killed\n",
+             exit_status, stream, static_cast<double>(marks.back().time_ns) / 1e9);
+}
+
 // remove_stale_stream() removes a stream that an earlier run left at `path`, as a user expects of
 // -o: only a regular file of this user's, not a symlink, that holds a leakscope stream and that
 // no live process is writing (the runtime locks its stream for its life). Anything else is left
@@ -379,6 +397,7 @@ int run_command(const RunOptions& options) {
     }
   }
   int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : kCannotLaunch;
+  if (WIFEXITED(status) && !finals.empty()) say_if_exit_unseen(finals.front(), WEXITSTATUS(status));
   if (!options.gate) return exit_status;
   if (finals.empty()) {
     return exit_status != 0 ? exit_status : fail(kBadInput, "--check: the command left no stream to check");
