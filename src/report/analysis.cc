@@ -243,7 +243,10 @@ SiteJudgement group_judgement_of(const RunAnalysis& analysis, const GroupReport&
 void build_groups(RunAnalysis& analysis, GroupKeys& keys) {
   const RunState& state = analysis.state;
   std::unordered_map<GroupKey, uint32_t, GroupKeyHash> by_key;
+  std::unordered_map<uint32_t, uint32_t> groups_by_user_frame;  // of kUser keys: how many groups share it
   std::vector<GroupReport> groups;
+  std::vector<const SymbolizedFrame*> callers;
+  std::vector<uint32_t> user_frames;  // each group's first user frame's id, 0 when not kUser
   std::vector<uint32_t> sizes;
   for (size_t i = 0; i < analysis.sites.size(); ++i) {
     SiteReport& site = analysis.sites[i];
@@ -260,6 +263,10 @@ void build_groups(RunAnalysis& analysis, GroupKeys& keys) {
       group.first_seen_s = first_seen_s(state, taken.site);
       groups.push_back(group);
       sizes.push_back(0);
+      callers.push_back(key.caller);
+      bool user = key.key.kind == GroupKey::Kind::kUser;
+      user_frames.push_back(user ? key.key.first : 0);
+      if (user) ++groups_by_user_frame[key.key.first];
     }
     GroupReport& group = groups[found->second];
     ++sizes[found->second];
@@ -274,6 +281,9 @@ void build_groups(RunAnalysis& analysis, GroupKeys& keys) {
     site.group = found->second;
   }
   by_key = {};
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (user_frames[g] != 0 && groups_by_user_frame[user_frames[g]] > 1) groups[g].caller_frame = callers[g];
+  }
   // Every group's parts in one vector, group after group, each largest first.
   std::vector<size_t> next(groups.size() + 1, 0);
   for (size_t g = 0; g < groups.size(); ++g) next[g + 1] = next[g] + sizes[g];

@@ -65,6 +65,9 @@ struct GroupReport {
   // Their first user frame, when they have one, else the innermost: the symbolizer's, never null.
   const SymbolizedFrame* user_frame = nullptr;
   bool has_user_frame = false;
+  // The user frame that called it, when another group has the same first user frame (a helper
+  // shared by a bounded cache and an unbounded one is two groups, told apart by it); else null.
+  const SymbolizedFrame* caller_frame = nullptr;
   bool cut_at_depth = false;      // no user frame, and the stack was cut at the run's --depth
   std::span<const uint32_t> parts;  // indices in RunAnalysis::sites, largest first (in RunAnalysis::group_parts)
   int64_t live_bytes = 0;

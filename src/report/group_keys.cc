@@ -38,6 +38,7 @@ NamedKey GroupKeys::of(uint32_t site) {
   if (!user.empty()) {
     named.has_user_frame = true;
     named.frame = user[0];
+    named.caller = user.size() > 1 ? user[1] : nullptr;
     named.key = {GroupKey::Kind::kUser, frame_id(*user[0]), user.size() > 1 ? frame_id(*user[1]) : 0};
   } else if (const SymbolizedFrame* own = outermost_of_own_run(stack)) {
     named.has_user_frame = true;

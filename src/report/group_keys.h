@@ -42,6 +42,7 @@ struct NamedKey {
   GroupKey key;
   bool has_user_frame = false;
   const SymbolizedFrame* frame = nullptr;  // the symbolizer's; never null (an empty frame for an empty stack)
+  const SymbolizedFrame* caller = nullptr;  // kUser: the user frame that called it, if any
 };
 
 class GroupKeys {

@@ -239,6 +239,7 @@ void group_item(const RunAnalysis& analysis, size_t index, JsonItems& items) {
   nlohmann::json entry;
   entry["id"] = index;
   entry["first_user_frame"] = user_frame_json(group);
+  entry["called_from"] = group.caller_frame != nullptr ? frame_json(*group.caller_frame) : nlohmann::json();
   entry["frame"] = frame_json(*group.user_frame);
   entry["cut_at_depth"] = group.cut_at_depth;
   entry["live_bytes"] = group.live_bytes;
@@ -466,6 +467,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
                                    j.leak_entropy, lost_suffix(group)),
                        "   ", "");
     if (group.has_user_frame) out += fmt::format("   in {}\n", frame_text(*group.user_frame, kWidth - 6));
+    if (group.caller_frame != nullptr) out += fmt::format("   called from {}\n", frame_text(*group.caller_frame, kWidth - 15));
     if (group.runtime != nullptr) out += wrap(runtime_text(group), "   ");
     if (group.cut_at_depth) out += wrap(cut_at_depth_text(analysis), "   ");
     out += wrap(fmt::format("first seen {:.1f} s · {}", group.first_seen_s, j.reason), "   ");
@@ -515,6 +517,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
                               freed_at_exit_text(analysis, group.freed_at_exit_bytes, group.live_bytes), lost_suffix(group)),
                   "      ", "  ");
       if (group.has_user_frame) out += fmt::format("      in {}\n", frame_text(*group.user_frame, kWidth - 9));
+      if (group.caller_frame != nullptr) out += fmt::format("      called from {}\n", frame_text(*group.caller_frame, kWidth - 18));
       if (group.runtime != nullptr) out += wrap(runtime_text(group), "      ");
       if (group.cut_at_depth) out += wrap(cut_at_depth_text(analysis), "      ");
       const auto frames = folder.fold(symbolizer.stack(analysis.stack_of(analysis.sites[group.parts[0]])));

@@ -196,6 +196,10 @@ TEST(JudgedRun, SharedHelperOfABoundedAndAnUnboundedCacheIsTwoGroups) {
   ASSERT_EQ(by_verdict.count("cache"), 1u);
   EXPECT_EQ(by_verdict["leak"]["live_bytes"], 2500 * 200);  // every request's metadata
   EXPECT_EQ(by_verdict["cache"]["live_bytes"], 400 * 2048);  // the 400 thumbnails
+  // Each names the caller it is told apart by.
+  EXPECT_TRUE(by_verdict["leak"]["called_from"].is_object()) << by_verdict["leak"].dump();
+  EXPECT_TRUE(by_verdict["cache"]["called_from"].is_object()) << by_verdict["cache"].dump();
+  EXPECT_NE(by_verdict["leak"]["called_from"]["function"], by_verdict["cache"]["called_from"]["function"]);
   EXPECT_EQ(leak_functions(judged.report).size(), 1u);
 }
 
