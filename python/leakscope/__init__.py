@@ -133,7 +133,7 @@ def name_thread(name=None):
 
 def _name_python_threads():
     """Every threading.Thread started from now on tells leakscope its name, and so does a thread
-    renamed while it runs."""
+    renamed while it runs; the main thread is named now (MainThread)."""
     if _api is None or getattr(threading.Thread, "_leakscope_named", False):
         return
     bootstrap = threading.Thread._bootstrap_inner
@@ -151,6 +151,9 @@ def _name_python_threads():
     threading.Thread._bootstrap_inner = _bootstrap_inner
     threading.Thread.name = property(name_property.fget, _set_name, doc=name_property.__doc__)
     threading.Thread._leakscope_named = True
+    # The interpreter's own thread was started before any of this: named as threading names it.
+    if threading.current_thread() is threading.main_thread():
+        name_thread()
 
 
 # `pytest -p leakscope` loads this package as a pytest plugin. Its hooks live in pytest_plugin.py

@@ -28,10 +28,16 @@ void JudgedCapture::observe_earlier(const RunState& state, uint32_t index) {
   earlier_.grow(state.sites().size());
   for (uint32_t id = 1; id < state.sites().size(); ++id) {
     if (!triples.live(id)) continue;
-    int64_t held = 0;
+    int64_t held = 0, held_early = 0;
+    // The first half of the site's life so far: what a store that grew all along (a log cleared
+    // at shutdown) holds much of, and a cache whose entries turn over holds none of.
+    double first_half_s = (static_cast<double>(state.sites()[id].first_seen_ns) / 1e9 + taken_s) / 2;
     for (const BirthBin& bin : state.sites()[id].births) {
-      if (bin.bytes != 0 && static_cast<double>(bin.bin) * bin_s < epoch_start_s) held += bin.bytes;
+      double born_s = static_cast<double>(bin.bin) * bin_s;
+      if (bin.bytes != 0 && born_s < epoch_start_s) held += bin.bytes;
+      if (bin.bytes != 0 && born_s < first_half_s) held_early += bin.bytes;
     }
+    bool grew_all_along = held > 0 && held_early * 4 >= held;
     EarlierSite& earlier = earlier_[id];
     // Still shrinking: the run keeps its start. Otherwise a run may start here.
     bool run_starts = earlier.seen_at == 0 || held >= earlier.latest_held;
@@ -44,6 +50,7 @@ void JudgedCapture::observe_earlier(const RunState& state, uint32_t index) {
         record = captures.capture(state, triples, id, taken_s, &record);
       }
       earlier.run_start_held = held;
+      earlier.run_start_grew_all_along = grew_all_along;
     }
     // Only the snapshot just before the mark is ever taken as the latest.
     if (index == at_.earlier) {
@@ -55,6 +62,7 @@ void JudgedCapture::observe_earlier(const RunState& state, uint32_t index) {
       }
     }
     earlier.latest_held = held;
+    earlier.latest_grew_all_along = grew_all_along;
     earlier.seen_at = index;
   }
   for (size_t id = 0; id < earlier_.size(); ++id) {
@@ -81,6 +89,10 @@ void JudgedCapture::judge(const RunState& state) {
     bool gone = held_now == 0;
     if (!gone && before.seen_at != at_.earlier) continue;
     if ((gone ? before.run_start_held : before.latest_held) <= held_now) continue;
+    // Before exit() or an interpreter's finalization the program's own functions have returned,
+    // their locals with them (a request loop's bounded cache): only what grew all along is taken
+    // from before (the log a service cleared as it shut down). At main's return, everything is.
+    if (!at_.main_returned && !(gone ? before.run_start_grew_all_along : before.latest_grew_all_along)) continue;
     CapturedSite taken = earlier_sites_[gone ? before.run_start : before.latest];
     taken.from_earlier = true;
     sites.push_back(taken);

@@ -279,13 +279,13 @@ TEST(Torch, JitScriptInALoopIsALeakInTheCompilationUnit) {
   // Every compiled function leaves blocks behind at the same native sites (the Python call path is
   // the same each time), so those sites hold exactly one block per function and grow with them.
   // (The loop's own exec() and linecache entries keep Python objects too: heap leaks of the
-  // interpreter's, also on the python3 thread.)
+  // interpreter's, also on the main thread.)
   int one_block_per_function = 0;
   for (const auto& site : document["sites"]) {
     if (site["verdict"] != "leak") continue;
     EXPECT_EQ(site["domain"], "heap") << site.dump(1);
     ASSERT_EQ(site["threads"].size(), 1u);
-    EXPECT_EQ(site["threads"][0]["name"], "python3");
+    EXPECT_EQ(site["threads"][0]["name"], "MainThread");
     one_block_per_function += site["live_blocks"] == functions && has_frame_containing(site, "torch::jit::", 8);
   }
   EXPECT_GE(one_block_per_function, 3) << functions << " functions";
