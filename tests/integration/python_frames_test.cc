@@ -325,10 +325,9 @@ TEST_P(PythonFrames, TuplesOnTheInterpretersFreeListAreNotTheLineThatMadeThem) {
   ASSERT_EQ(last_out_, "256\n");
   // The line's tuples, grown by _PyTuple_Resize (its other blocks are the interpreter's cached
   // one-character strings, and in 3.13 a list its free list of lists kept). The interpreter's first
-  // calls take another path to them (from 3.11, before it specializes the code): a site of their
-  // own, whose few tuples, handed out again for the cache, the cache may evict in the second before
-  // the exit mark; the report then takes that site as it was before (each site at its largest in
-  // that second), beside the 256 it holds at the mark. Neither is a leak.
+  // calls take another path to them (a site of their own): its few tuples, made at the start and
+  // let go of in the second before the exit mark, are taken as they were there (each site at its
+  // largest in that second), beside the 256 the cache holds at the mark. Neither is a leak.
   int64_t cached_tuples = 0, other_path_tuples = 0;
   for (const auto& site : sites_named(parsed, "tokenize").sites) {
     bool tuples = std::any_of(site["frames"].begin(), site["frames"].end(),
