@@ -275,7 +275,8 @@ void recorder_park(void* pointer) {
   AllocRecord before;
   uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
   TripleId parked_id = static_cast<TripleId>(parked->id);
-  parked->holds_parked_blocks.store(true, std::memory_order_relaxed);
+  // Written once: every tuple the interpreter keeps comes through here.
+  if (!parked->holds_parked_blocks.load(std::memory_order_relaxed)) parked->holds_parked_blocks.store(true, std::memory_order_relaxed);
   if (!alloc_table_reassign(block, parked_id, now, &before)) return;
   // Parked again without being seen in use (CPython before 3.13 hands it out unseen): it stays as
   // it was parked, with the triple it had first.

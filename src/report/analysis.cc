@@ -95,7 +95,7 @@ void reorder(std::vector<T>& items, std::vector<uint32_t> order) {
 }
 
 // owner_trend() is the trend of what one task name or thread owns, over the run: how steadily the
-// floor of its live bytes rises (its rate is its share of the leaks', owner_leak_growth()).
+// floor of its live bytes rises. Its rate is not this: it is its share of the leaks' (analyze_run()).
 double owner_trend(const std::vector<SeriesPoint>& points) {
   return points.empty() ? 0 : mann_kendall(live_floor(points)).z;
 }
