@@ -512,8 +512,12 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     for (size_t g : groups) {
       const GroupReport& group = analysis.groups[g];
       SiteJudgement judgement = group_judgement(analysis, g);
-      out += wrap(fmt::format("{} {} · leak entropy {:.2f} · {}{}{}", domains_text(analysis, group), blocks_text(group),
-                              judgement.leak_entropy, rate(judgement.growth_bytes_per_min),
+      // A bounded cache's or a start-up resident's slope is its fill, not growth: a rate beside
+      // "bounded" only misleads.
+      bool bounded = group.verdict == Verdict::kCache || group.verdict == Verdict::kStartup;
+      std::string growth = bounded ? "" : " · " + rate(judgement.growth_bytes_per_min);
+      out += wrap(fmt::format("{} {} · leak entropy {:.2f}{}{}{}", domains_text(analysis, group), blocks_text(group),
+                              judgement.leak_entropy, growth,
                               freed_at_exit_text(analysis, group.freed_at_exit_bytes, group.live_bytes), lost_suffix(group)),
                   "      ", "  ");
       if (group.has_user_frame) out += fmt::format("      in {}\n", frame_text(*group.user_frame, kWidth - 9));
