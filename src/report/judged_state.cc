@@ -3,6 +3,15 @@
 #include <algorithm>
 
 namespace leakscope::report {
+namespace {
+
+// Before exit() or finalization a site is taken from before the mark only when it held at least
+// this much there: a thread descheduled between making a temporary and letting it go (a loaded
+// machine, a short run whose second before the mark is most of it) leaves a few old objects that
+// the mark no longer holds, and they are no store the program cleared.
+constexpr int64_t kLeastGrownBytes = 4096;
+
+}  // namespace
 
 void JudgedCapture::observe(const RunState& state) {
   uint32_t index = state.snapshot_count();
@@ -37,7 +46,7 @@ void JudgedCapture::observe_earlier(const RunState& state, uint32_t index) {
       if (bin.bytes != 0 && born_s < epoch_start_s) held += bin.bytes;
       if (bin.bytes != 0 && born_s < first_half_s) held_early += bin.bytes;
     }
-    bool grew_all_along = held > 0 && held_early * 4 >= held;
+    bool grew_all_along = held >= kLeastGrownBytes && held_early * 4 >= held;
     EarlierSite& earlier = earlier_[id];
     // Still shrinking: the run keeps its start. Otherwise a run may start here.
     bool run_starts = earlier.seen_at == 0 || held >= earlier.latest_held;

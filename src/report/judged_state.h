@@ -12,9 +12,9 @@
 // other from the snapshot just before the mark (a pool that drains as the program works keeps its
 // last state). Otherwise it is taken from the mark. Neither hides a leak, and blocks that were
 // merely in flight at an earlier snapshot (a loop's temporaries) are not revived. Before exit() or
-// finalization only a site that grew all along is taken from before (a quarter of what it held
-// there born in the first half of its life): the locals of functions that returned, a request
-// loop's cache among them, are gone as they would be at any other moment. Captures of the
+// finalization only a site that grew all along is taken from before (at least 4 KiB held there, a
+// quarter of it born in the first half of its life): the locals of functions that returned, a
+// request loop's cache among them, are gone as they would be at any other moment. Captures of the
 // second before a mark are kept only where a site's run may start (report/site_capture.h), so
 // memory stays one capture per site and not one per snapshot.
 #ifndef LEAKSCOPE_REPORT_JUDGED_STATE_H_
@@ -71,7 +71,7 @@ class JudgedCapture {
     uint32_t latest = kNone;
     int64_t run_start_held = 0;
     int64_t latest_held = 0;
-    // At least a quarter of what it held there was born in the first half of its life so far.
+    // It held at least 4 KiB there, a quarter of it born in the first half of its life so far.
     bool run_start_grew_all_along = false;
     bool latest_grew_all_along = false;
     uint32_t seen_at = 0;  // the latest snapshot that had it
