@@ -66,10 +66,31 @@ def active():
     return _api is not None
 
 
+# Each thread's tasks begun and not yet ended, innermost last: to tell when they end out of order.
+_open_tasks = threading.local()
+_out_of_order_said = False
+
+
+def _say_tasks_out_of_order():
+    global _out_of_order_said
+    if _out_of_order_said:
+        return
+    _out_of_order_said = True
+    import sys
+
+    sys.stderr.write(
+        "leakscope: warning: tasks of one thread ended out of order (coroutines of one event loop, each "
+        "in a leakscope.task across an await?): a task is its thread's, so allocations went to the task "
+        "begun last; put leakscope.task around code without an await (docs/PYTHON.md)\n"
+    )
+
+
 class task:
     """Tags every allocation the calling thread makes inside the block with task `name` (and an
-    id of the caller's choosing). Tasks nest; the innermost one wins. A plain class rather than a
-    generator: entering one makes no reference cycle that would keep memory until a collection."""
+    id of the caller's choosing). Tasks nest; the innermost one wins. A task is the thread's: under
+    asyncio, a block with an await inside lends it to every coroutine the loop runs meanwhile
+    (ending them out of order is said once on stderr). A plain class rather than a generator:
+    entering one makes no reference cycle that would keep memory until a collection."""
 
     __slots__ = ("_name", "_id", "_begun")
 
@@ -80,11 +101,23 @@ class task:
 
     def __enter__(self):
         self._begun = _api is not None and _api["task_begin"](self._name, self._id) == 0
+        if self._begun:
+            opened = getattr(_open_tasks, "tasks", None)
+            if opened is None:
+                opened = _open_tasks.tasks = []
+            opened.append(self)
         return self
 
     def __exit__(self, *exception):
         if self._begun:
             self._begun = False
+            opened = _open_tasks.tasks
+            if opened and opened[-1] is self:
+                opened.pop()
+            else:
+                if self in opened:
+                    opened.remove(self)
+                _say_tasks_out_of_order()
             _api["task_end"]()
         return False
 

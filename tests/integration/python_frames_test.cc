@@ -389,6 +389,35 @@ TEST_P(PythonFrames, TuplesTheInterpreterHandsOutAgainAndTheProgramKeepsAreALeak
   EXPECT_EQ(gate.exit_code, 1) << gate.out << gate.err;
 }
 
+// leakscope.task is the thread's: coroutines of one event loop that each hold one across an await
+// end them out of order, which is said once; tasks that nest, as a thread's do, are not.
+TEST(PythonTasks, TasksEndedOutOfOrderByCoroutinesAreSaidOnceAndNestedOnesAreNot) {
+  const char* interleaved =
+      "import asyncio, leakscope\n"
+      "async def connection(n):\n"
+      "    with leakscope.task('conn', n):\n"
+      "        await asyncio.sleep(0.01 * (n + 1))\n"
+      "async def main():\n"
+      "    await asyncio.gather(*(connection(n) for n in range(4)))\n"
+      "asyncio.run(main())\n";
+  Outcome run = leakscope({"run", "-o", scratch_dir() + "/a.lsc", "--", "/usr/bin/python3", "-c", interleaved});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string warning = "leakscope: warning: tasks of one thread ended out of order";
+  size_t said = run.err.find(warning);
+  EXPECT_NE(said, std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find(warning, said + 1), std::string::npos) << "said once: " << run.err;
+  const char* nested =
+      "import leakscope\n"
+      "kept = []\n"
+      "for request in range(20):\n"
+      "    with leakscope.task('request', request):\n"
+      "        with leakscope.task('parse'):\n"
+      "            kept.append(bytearray(100))\n";
+  Outcome plain = leakscope({"run", "-o", scratch_dir() + "/n.lsc", "--", "/usr/bin/python3", "-c", nested});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.err.find(warning), std::string::npos) << plain.err;
+}
+
 // A diff of two runs of a Python service names each changed site by its Python line, not only by
 // the interpreter's function that allocated.
 TEST(PythonDiff, ChangedSitesAreNamedByTheirPythonLine) {
