@@ -111,7 +111,7 @@ class task:
     def __exit__(self, *exception):
         if self._begun:
             self._begun = False
-            opened = _open_tasks.tasks
+            opened = getattr(_open_tasks, "tasks", [])  # [] when it ends on another thread than it began
             if opened and opened[-1] is self:
                 opened.pop()
             else:
