@@ -10,6 +10,7 @@
 #include "report/json_writer.h"
 #include "report/leak_check.h"
 #include "report/site_format.h"
+#include "report/suppressions.h"
 #include "report/text_layout.h"
 #include "report/units.h"
 
@@ -67,6 +68,11 @@ std::vector<size_t> section(const RunAnalysis& analysis, Verdict verdict, const 
 // runtime_text() says that a group is the runtime's own residue, which `check` never gates.
 std::string runtime_text(const GroupReport& group) {
   if (group.runtime == kCachingAllocatorReserve) return reserve_text(group.live_bytes, group.inner_bytes);
+  if (group.runtime == kGoRuntimeMappings) {
+    return fmt::format("runtime: {}. The Go objects in them are not seen one by one: Go's heap profile names their code "
+                       "(runtime/pprof, net/http/pprof). leakscope check leaves them out",
+                       group.runtime);
+  }
   return fmt::format("runtime: {}, not the program's (leakscope check leaves it out)", group.runtime);
 }
 
@@ -502,7 +508,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     const char* title;
     Owner owner;
   };
-  for (Section kind : {Section{Verdict::kLeak, "The runtime's own, growing (not the program's: check leaves it out)", Owner::kRuntime},
+  for (Section kind : {Section{Verdict::kLeak, "The runtime's own, growing (check leaves it out)", Owner::kRuntime},
                        Section{Verdict::kCache, "Caches and working sets (bounded, with turnover)", Owner::kAny},
                        Section{Verdict::kStartup, "Startup residents (born early, flat)", Owner::kAny},
                        Section{Verdict::kUnknown, "Not judged", Owner::kAny}}) {

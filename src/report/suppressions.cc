@@ -111,6 +111,9 @@ const SuppressionRule* Suppressions::match(const std::vector<SymbolizedFrame>& f
   return nullptr;
 }
 
+const char* const kGoRuntimeMappings =
+    "the Go runtime's mappings (its heap arenas, goroutine stacks and their metadata), which Go never unmaps";
+
 namespace {
 
 const SymbolizedFrame& frame_of(const SymbolizedFrame& frame) { return frame; }
@@ -133,6 +136,11 @@ bool is_test_runner_code(const SymbolizedFrame& frame) {
   }
   return frame.file == "<frozen runpy>" || frame.file.ends_with("/runpy.py");
 }
+
+// is_go_runtime_mapping() tells a mapping the Go runtime made: through x_cgo_mmap, cgo's wrapper
+// of mmap, which Go's runtime.mmap calls in a program that links C (without cgo, Go makes its own
+// system calls and no hook sees them).
+bool is_go_runtime_mapping(const SymbolizedFrame& innermost) { return innermost.function == "x_cgo_mmap"; }
 
 template <typename Frames>
 const char* runtime_residue_of(const Frames& frames) {
@@ -157,6 +165,7 @@ const char* runtime_residue_of(const Frames& frames) {
     if (!frame.language.empty() || !is_runtime_module(frame.module)) runtime_only = false;
   }
   if (innermost == nullptr) return nullptr;
+  if (is_go_runtime_mapping(*innermost)) return kGoRuntimeMappings;
   if (is_loader(module_base_name(innermost->module))) return "the dynamic loader's own (link maps, thread TLS blocks)";
   if (runtime_only) return "the C and C++ runtime's own (libstdc++'s emergency exception pool)";
   // Code of the tests' own, or of what they test, makes the stack the program's.

@@ -60,6 +60,10 @@ class Suppressions {
 // runtime made for itself with no frame of any other module (libstdc++'s emergency exception
 // pool of 72,704 bytes).
 const char* runtime_residue(const std::vector<SymbolizedFrame>& frames);
+// The residue reason of the Go runtime's own mappings, made through cgo's mmap wrapper: its heap
+// arenas, goroutine stacks and their metadata. Go never unmaps them, so they only grow, however
+// bounded the Go objects inside them are; those objects are Go's heap profile's to name.
+extern const char* const kGoRuntimeMappings;
 // The same over the symbolizer's own frames (Symbolizer::frames()), which a report reads for every
 // site without copying them. Frame is SymbolizedFrame: a template only so that a braced list of
 // frames means copies.
