@@ -93,9 +93,13 @@ Rises rises_of(const std::vector<SeriesPoint>& points, double peak) {
 
 double clamp01(double value) { return std::clamp(value, 0.0, 1.0); }
 
+// remedy() says how to get more snapshots of a site seen `samples` times over `span_s`: a shorter
+// interval only where they were further apart than the one it names.
 std::string remedy(size_t samples, double span_s) {
-  return fmt::format("{} snapshot{} over {:.1f} s; run longer or use --interval 100ms", samples, samples == 1 ? "" : "s",
-                     span_s);
+  constexpr double kAdvisedInterval = 0.1;
+  bool sparse = samples < 2 || span_s / static_cast<double>(samples - 1) > kAdvisedInterval * 1.5;
+  return fmt::format("{} snapshot{} over {:.1f} s; run longer{}", samples, samples == 1 ? "" : "s", span_s,
+                     sparse ? " or use --interval 100ms" : "");
 }
 
 }  // namespace

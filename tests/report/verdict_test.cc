@@ -305,6 +305,17 @@ TEST(Verdict, UnknownSaysWhatWouldTell) {
   EXPECT_NE(j.reason.find("run longer or use --interval 100ms"), std::string::npos) << j.reason;
 }
 
+// Snapshots already 40 ms apart: only a longer run gives more of them.
+TEST(Verdict, UnknownAdvisesAShorterIntervalOnlyWhenSnapshotsWereFurtherApart) {
+  SiteEvidence evidence;
+  for (int i = 0; i < 4; ++i) evidence.live_bytes.push_back({0.04 * (i + 1), 1000.0 * (i + 1)});
+  evidence.now_s = 0.16;
+  evidence.epochs = 4;
+  SiteJudgement j = judge_site(evidence);
+  EXPECT_EQ(j.verdict, Verdict::kUnknown);
+  EXPECT_EQ(j.reason, "too short to judge: 4 snapshots over 0.1 s; run longer") << j.reason;
+}
+
 TEST(LeakEntropy, IsZeroForOneBucketAndOneForAnEvenSpread) {
   EXPECT_EQ(leak_entropy({{0, 100}}, 10, 1), 0);
   std::vector<LiveByBirth> even;
