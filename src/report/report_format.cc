@@ -50,15 +50,29 @@ bool owned_by(const GroupReport& group, Owner owner) {
   return owner == Owner::kAny || runtime == (owner == Owner::kRuntime);
 }
 
+// holds_only_empty_blocks() is true for a group whose live blocks hold 0 bytes (malloc(0), an
+// empty buffer's): nothing to judge, and nothing a reader needs one entry each for.
+bool holds_only_empty_blocks(const GroupReport& group) { return group.live_bytes == 0 && group.live_blocks > 0; }
+
 // section() lists the groups of one verdict that `owner` holds, at most `top`, and counts them all
-// in *total.
+// in *total; with `empty`, groups of empty blocks are counted there instead, not listed.
+struct EmptyGroups {
+  size_t groups = 0;
+  int64_t blocks = 0;
+};
+
 std::vector<size_t> section(const RunAnalysis& analysis, Verdict verdict, const ReportOptions& options, size_t* total,
-                            Owner owner = Owner::kAny) {
+                            Owner owner = Owner::kAny, EmptyGroups* empty = nullptr) {
   std::vector<size_t> groups;
   *total = 0;
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
     const GroupReport& group = analysis.groups[g];
     if (group.verdict != verdict || group.live_bytes < options.min_bytes || !owned_by(group, owner)) continue;
+    if (empty != nullptr && holds_only_empty_blocks(group)) {
+      ++empty->groups;
+      empty->blocks += group.live_blocks;
+      continue;
+    }
     ++*total;
     if (groups.size() < options.top) groups.push_back(g);
   }
@@ -512,9 +526,11 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
                        Section{Verdict::kCache, "Caches and working sets (bounded, with turnover)", Owner::kAny},
                        Section{Verdict::kStartup, "Startup residents (born early, flat)", Owner::kAny},
                        Section{Verdict::kUnknown, "Not judged", Owner::kAny}}) {
-    auto groups = section(analysis, kind.verdict, options, &total, kind.owner);
-    if (total == 0) continue;
-    out += fmt::format("\n{}: {}{}\n", kind.title, total, total > groups.size() ? fmt::format(" (top {} shown)", groups.size()) : "");
+    EmptyGroups empty;
+    auto groups = section(analysis, kind.verdict, options, &total, kind.owner, kind.verdict == Verdict::kUnknown ? &empty : nullptr);
+    if (total + empty.groups == 0) continue;
+    out += fmt::format("\n{}: {}{}\n", kind.title, total + empty.groups,
+                       total > groups.size() ? fmt::format(" (top {} shown)", groups.size()) : "");
     for (size_t g : groups) {
       const GroupReport& group = analysis.groups[g];
       SiteJudgement judgement = group_judgement(analysis, g);
@@ -537,6 +553,12 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
         out += fmt::format("      {} {}\n", i == 0 ? "at" : "by", frame_text(frames[i], kWidth - 9));
       }
       out += wrap(judgement.reason, "      ");
+    }
+    if (empty.groups != 0) {
+      out += wrap(fmt::format("{}{} group{} of blocks that hold 0 bytes ({} block{}: malloc(0), empty buffers): nothing to judge",
+                              groups.empty() ? "" : "and ", empty.groups, empty.groups == 1 ? "" : "s", empty.blocks,
+                              empty.blocks == 1 ? "" : "s"),
+                  "  ", "  ");
     }
   }
   return out;

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "harness.h"
+#include "support/unwrapped.h"
 
 namespace leakscope::testing {
 namespace {
@@ -185,6 +186,32 @@ TEST(ReportCli, TextReportNamesTheLeakAndFitsOneHundredColumns) {
   EXPECT_EQ(leak_count, 1);
   EXPECT_GE(cache_count, 1);
   EXPECT_EQ(startup_weights, 1);
+}
+
+// Groups of blocks that hold 0 bytes have nothing to judge: one line counts them, instead of an
+// entry each of "heap 0 B" among the groups a reader has to look at.
+TEST(ReportCli, GroupsOfZeroByteBlocksAreCountedInOneLine) {
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", fixture("zero_byte_blocks")});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::string text = unwrapped(leakscope({"report", file}).out);
+  size_t unjudged = text.find("\nNot judged: ");
+  ASSERT_NE(unjudged, std::string::npos) << text;
+  EXPECT_NE(text.find("3 groups of blocks that hold 0 bytes (6 blocks: malloc(0), empty buffers): nothing to judge", unjudged),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find(" 0 B in "), std::string::npos) << text;
+  EXPECT_NE(text.find("in leak_record"), std::string::npos) << text;
+  // The JSON keeps every group, each judged on its own.
+  nlohmann::json document = nlohmann::json::parse(leakscope({"report", "--format", "json", file}).out);
+  int empty = 0;
+  for (const auto& group : document["groups"]) {
+    if (group["live_bytes"] != 0) continue;
+    ++empty;
+    EXPECT_EQ(group["verdict"], "unknown");
+    EXPECT_EQ(group["reason"], "its blocks hold 0 bytes: nothing to judge");
+  }
+  EXPECT_EQ(empty, 3);
 }
 
 TEST(ReportCli, BadOptionsAndFilesAreOneLineErrors) {
