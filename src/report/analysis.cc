@@ -127,13 +127,20 @@ void add_series(std::vector<SeriesPoint>* sum, const std::vector<SeriesPoint>& p
   for (size_t i = 0; i < part.size(); ++i) (*sum)[offset + i].value += part[i].value;
 }
 
-// site_series() is a site's live bytes over time; a site taken from a snapshot before a teardown
-// mark ends at the value it had there, at the mark: the snapshots between, taken while the
-// program tore down, are left out.
+// site_series() is a site's live bytes over time. After a shutdown that freed up to the mark it
+// ends where the shutdown began, at the value the site is taken with; else a site taken from a
+// snapshot before a teardown mark ends at the value it had there, at the mark: the snapshots
+// between, taken while the program tore down, are left out.
 std::vector<SeriesPoint> site_series(const RunAnalysis& analysis, const SiteReport& site) {
   const CapturedSite& taken = analysis.capture_of(site);
   std::vector<SeriesPoint> points = analysis.series->site(taken.site);
-  if (!taken.from_earlier || points.empty()) return points;
+  if (points.empty()) return points;
+  if (analysis.judged_until_s < analysis.now_s) {
+    while (points.size() > 1 && points.back().time_s > analysis.judged_until_s) points.pop_back();
+    points.back().value = static_cast<double>(taken.live_bytes);
+    return points;
+  }
+  if (!taken.from_earlier) return points;
   SeriesPoint mark = points.back();
   while (!points.empty() && points.back().time_s > taken.taken_s) points.pop_back();
   mark.value = static_cast<double>(taken.live_bytes);
@@ -186,7 +193,7 @@ SiteEvidence site_evidence(const RunAnalysis& analysis, const SiteReport& site) 
   SiteEvidence evidence;
   evidence.live_bytes = site_series(analysis, site);
   evidence.births = analysis.captures.births(taken);
-  evidence.now_s = analysis.now_s;
+  evidence.now_s = analysis.judged_until_s;
   evidence.epochs = analysis.at.index;
   evidence.allocations = taken.allocations;
   evidence.live_blocks = taken.live_blocks;
@@ -211,7 +218,7 @@ SiteEvidence group_evidence(const RunAnalysis& analysis, const GroupReport& grou
     std::vector<LiveByBirth> births = analysis.captures.births(analysis.capture_of(site));
     evidence.births.insert(evidence.births.end(), births.begin(), births.end());
   }
-  evidence.now_s = analysis.now_s;
+  evidence.now_s = analysis.judged_until_s;
   evidence.epochs = analysis.at.index;
   evidence.allocations = group.allocations;
   evidence.live_blocks = group.live_blocks;
@@ -408,6 +415,8 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   }
   analysis->judged = capture.info();
   analysis->now_s = static_cast<double>(capture.info().time_ns) / 1e9;
+  analysis->judged_until_s =
+      analysis->at.shutdown != 0 ? static_cast<double>(marks[analysis->at.shutdown - 1].time_ns) / 1e9 : analysis->now_s;
   analysis->live_bytes_by_domain = capture.live_bytes_by_domain();
   analysis->devices = capture.devices();
   analysis->inner_bytes = capture.inner_bytes_by_site();

@@ -161,7 +161,10 @@ struct RunAnalysis {
   std::unique_ptr<Symbolizer> symbolizer;  // over `state`
   FrameRoles roles;
   std::unique_ptr<LiveSeries> series;  // each site's live bytes over time, up to the judged snapshot
-  double now_s = 0;  // the judged snapshot's time, which judgements are made at
+  double now_s = 0;  // the judged snapshot's time
+  // What judgements are made at: now_s, or the start of a shutdown that freed up to the judged
+  // teardown mark (ChosenSnapshot::shutdown), where the program's own run ended.
+  double judged_until_s = 0;
 
   // Of a site of `sites`: as taken, its domain and stack.
   const CapturedSite& capture_of(const SiteReport& site) const { return captured[site.captured]; }

@@ -7,7 +7,7 @@ namespace {
 
 // Before exit() or finalization a site is taken from before the mark only when it held at least
 // this much there: a thread descheduled between making a temporary and letting it go (a loaded
-// machine, a short run whose second before the mark is most of it) leaves a few old objects that
+// machine, a short run whose shutdown is most of it) leaves a few old objects that
 // the mark no longer holds, and they are no store the program cleared.
 constexpr int64_t kLeastGrownBytes = 4096;
 
@@ -88,7 +88,7 @@ void JudgedCapture::judge(const RunState& state) {
   SiteCaptures& captures = judged_.captures;
   std::vector<CapturedSite>& sites = judged_.sites;
   TriplesBySite triples(state);
-  // What the second before a teardown mark gives, decided first, so that the captures not taken
+  // What the shutdown before a teardown mark gives, decided first, so that the captures not taken
   // are let go before the mark's own are made.
   std::vector<bool> taken_earlier(state.sites().size(), false);
   for (uint32_t id = 1; id < earlier_.size(); ++id) {

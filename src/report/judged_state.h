@@ -4,18 +4,18 @@
 // read, for dump and the analysis alike. At a teardown mark the program may have torn down
 // already: at main's return its own locals (a Server object, a vector of loaded models) are
 // destroyed, and before exit() or an interpreter's finalization a service shuts its workers down
-// and clears what it kept (atexit handlers too); a snapshot taken in the second before may have
-// landed while it did. A site is then taken whole (bytes,
+// and clears what it kept (atexit handlers too), for as long as its drain takes; the snapshots of
+// that shutdown (snapshot_choice.h) may have landed while it did. A site is then taken whole (bytes,
 // blocks, owners, births) from an earlier snapshot when what it held there from before that
 // snapshot's epoch is more than it holds at the mark: a site gone at the mark (a local torn down)
-// from the snapshot of that second where it last began to shrink steadily into the mark, any
+// from the snapshot of the shutdown where it last began to shrink steadily into the mark, any
 // other from the snapshot just before the mark (a pool that drains as the program works keeps its
 // last state). Otherwise it is taken from the mark. Neither hides a leak, and blocks that were
 // merely in flight at an earlier snapshot (a loop's temporaries) are not revived. Before exit() or
 // finalization only a site that grew all along is taken from before (at least 4 KiB held there, a
 // quarter of it born in the first half of its life): the locals of functions that returned, a
 // request loop's cache among them, are gone as they would be at any other moment. Captures of the
-// second before a mark are kept only where a site's run may start (report/site_capture.h), so
+// shutdown's snapshots are kept only where a site's run may start (report/site_capture.h), so
 // memory stays one capture per site and not one per snapshot.
 #ifndef LEAKSCOPE_REPORT_JUDGED_STATE_H_
 #define LEAKSCOPE_REPORT_JUDGED_STATE_H_

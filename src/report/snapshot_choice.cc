@@ -1,5 +1,6 @@
 #include "report/snapshot_choice.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -20,6 +21,27 @@ bool parse_snapshot_choice(const std::string& text, SnapshotChoice* choice) {
   choice->index = index;
   return true;
 }
+
+namespace {
+
+// shutdown_start() is the snapshot (from 1) where a shutdown that ends at the teardown mark
+// `teardown` began freeing: a service that drains what it queued one write at a time frees for
+// longer than a second before main returns or exit() is called. It is where the heap blocks
+// tracked began their fall to the mark, when they fell by at least an eighth or by
+// kLeastShutdownBlocks (a Python process holds hundreds of thousands of its own); else `teardown`.
+uint32_t shutdown_start(const std::vector<SnapshotMark>& marks, uint32_t teardown) {
+  constexpr uint64_t kLeastShutdownBlocks = 1024;
+  uint32_t start = teardown;
+  while (start > 1 && teardown - start < kShutdownSnapshots &&
+         marks[start - 2].tracked_blocks > marks[start - 1].tracked_blocks) {
+    --start;
+  }
+  uint64_t fell = marks[start - 1].tracked_blocks - marks[teardown - 1].tracked_blocks;
+  bool shut_down = fell != 0 && (fell * 8 >= marks[start - 1].tracked_blocks || fell >= kLeastShutdownBlocks);
+  return shut_down ? start : teardown;
+}
+
+}  // namespace
 
 ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<SnapshotMark>& marks,
                                const std::string& path) {
@@ -48,17 +70,25 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
       if (chosen.teardown != 0) {
         chosen.index = chosen.teardown;
         chosen.main_returned = marks[chosen.teardown - 1].reason == SnapshotReason::kMainReturned;
-        chosen.earlier = chosen.teardown - 1;
         // A program tears down before the mark too: main's locals are destroyed before it returns,
         // and a service shuts its workers down and clears what it kept before it calls exit() or
-        // its interpreter finalizes (atexit handlers among it). A snapshot may land meanwhile: the
-        // snapshots of the second before the mark are all looked at.
-        chosen.earliest = chosen.earlier;
-        uint64_t mark_ns = marks[chosen.teardown - 1].time_ns;
-        while (chosen.earliest > 1 && marks[chosen.earliest - 2].time_ns + kTeardownWindowNs >= mark_ns) --chosen.earliest;
+        // its interpreter finalizes (atexit handlers among it), for as long as it has to drain. A
+        // program still freeing as it reached the mark was shutting down: its sites are taken from
+        // where the freeing began, or from a snapshot since where they held more. One that had
+        // stopped freeing (a test's fixture let go of its buffers, then the run went on) is judged
+        // at the mark.
+        uint32_t shutdown = shutdown_start(marks, chosen.teardown);
         const char* mark = chosen.main_returned ? "main returned" : "teardown begins: exit() or the interpreter's finalization";
-        chosen.why = chosen.earlier != 0 ? fmt::format("{}; each site as of then or at its largest in the second before", mark)
-                                         : mark;
+        if (shutdown < chosen.teardown) {
+          chosen.shutdown = shutdown;
+          chosen.earlier = chosen.teardown - 1;
+          chosen.earliest = shutdown;
+          chosen.why = fmt::format("{}, after a shutdown that freed from {:.1f} s; each site at its largest since then, judged as "
+                                   "of then",
+                                   mark, static_cast<double>(marks[shutdown - 1].time_ns) / 1e9);
+        } else {
+          chosen.why = mark;
+        }
       } else {
         chosen.index = chosen.count;
         chosen.why = chosen.last.final || chosen.last.reason == SnapshotReason::kExec

@@ -4,9 +4,11 @@
 //   (default)  the run before teardown, so that what a clean shutdown frees cannot hide a leak:
 //              the snapshot marking where exit() was called, the interpreter began finalizing or
 //              main returned; as main's own locals are gone by its return, and a service clears
-//              what it kept as it shuts down before it exits, each site is taken from that mark or
-//              from the snapshots of the second before it, where it held most
-//              (report/judged_state.h); the final snapshot when the stream has no teardown mark (a
+//              what it kept as it shuts down before it exits, a program still freeing as it
+//              reached the mark (the heap blocks tracked fell steadily into it) has each site
+//              taken from where that shutdown began or a snapshot since, where it held most, and
+//              judged as of the shutdown's start (report/judged_state.h); otherwise sites are as
+//              at the mark; the final snapshot when the stream has no teardown mark (a
 //              fatal signal, _exit, exec, or killed);
 //   N          the N-th snapshot, counting from 1;
 //   end        the final snapshot, after teardown.
@@ -32,15 +34,16 @@ struct SnapshotChoice {
 bool parse_snapshot_choice(const std::string& text, SnapshotChoice* choice);
 
 // The snapshot chosen in one stream, and what the stream says of how it ended.
-// How far before a teardown mark its sites are looked for at their largest (judged_state.h).
-constexpr uint64_t kTeardownWindowNs = 1000000000;
+// How far back before a teardown mark a shutdown is looked for (snapshot_choice.cc).
+constexpr uint32_t kShutdownSnapshots = 64;
 
 struct ChosenSnapshot {
   uint32_t index = 0;     // from 1; 0 when the stream has no snapshot
   uint32_t earlier = 0;   // a teardown mark's predecessor, whose larger sites are merged in
-  uint32_t earliest = 0;  // with the snapshots from this one to `earlier`: those of the second before the mark
+  uint32_t earliest = 0;  // with the snapshots from this one to `earlier`: those of the shutdown before the mark
   uint32_t count = 0;     // snapshots in the stream
   uint32_t teardown = 0;  // index of the teardown mark; 0 when there is none
+  uint32_t shutdown = 0;  // where a shutdown that frees up to the mark began (shutdown_start()); 0: none
   bool main_returned = false;  // the judged mark is main's return (not exit() or finalization)
   std::string why;        // how it was chosen: "where teardown begins: ...", "as --at asks", ...
   SnapshotMark last{};    // the stream's last snapshot, for "ended by"

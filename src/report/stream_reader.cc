@@ -260,7 +260,8 @@ std::vector<SnapshotMark> StreamReader::skim_snapshots() {
       break;
     }
     if (cursor.type() == static_cast<uint32_t>(FrameType::kProcess)) continue;
-    // INFO comes first: tag, padded length, then epoch, time, wall time, reason, signal, final.
+    // INFO comes first: tag, padded length, then epoch, time, wall time, reason, signal, final,
+    // seven RSS figures, leakscope's own memory and the heap blocks tracked.
     const uint8_t* field = cursor.payload().data();
     const uint8_t* end = field + cursor.payload().size();
     uint64_t tag = 0, length = 0, epoch = 0, time = 0, wall = 0, reason = 0, signal = 0, final = 0;
@@ -269,7 +270,11 @@ std::vector<SnapshotMark> StreamReader::skim_snapshots() {
         !varint_get(&field, end, &reason) || !varint_get(&field, end, &signal) || !varint_get(&field, end, &final)) {
       break;
     }
-    marks.push_back({static_cast<SnapshotReason>(reason), static_cast<uint32_t>(signal), final != 0, time});
+    uint64_t figure = 0, blocks = 0;
+    bool figures = true;
+    for (int i = 0; i < 8 && figures; ++i) figures = varint_get(&field, end, &figure);
+    if (!figures || !varint_get(&field, end, &blocks)) blocks = 0;  // damage, said when the snapshot is read
+    marks.push_back({static_cast<SnapshotReason>(reason), static_cast<uint32_t>(signal), final != 0, time, blocks});
   }
   return marks;
 }

@@ -40,6 +40,7 @@ struct SnapshotMark {
   uint32_t signal_number;
   bool final;
   uint64_t time_ns;
+  uint64_t tracked_blocks;  // heap blocks in the allocation table (INFO)
 };
 
 // A stretch of the file that could not be read, and where reading went on.

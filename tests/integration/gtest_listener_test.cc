@@ -53,6 +53,16 @@ TEST(GTestListener, ADefaultLimitFromTheEnvironmentAndABadOne) {
   EXPECT_EQ(bad.err, "leakscope: error: LEAKSCOPE_GTEST_MAX_LEAKED: not a size (such as 512, 64KiB, 1MiB): lots\n");
 }
 
+// The last test's fixture lets go of what it collected just before main returns. The listener
+// passes the test, and the whole-run gate agrees: that was the test's own cleanup, not a shutdown
+// that freed a leak.
+TEST(GTestListener, LastTestsFixtureCleanupIsNotALeakOfTheWholeRun) {
+  Outcome run = leakscope({"run", "-o", scratch_dir() + "/tests.lsc", "--check", "--", fixture("gtest_fixture_teardown")});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_TRUE(has(run.out, "[  PASSED  ] 1 test.")) << run.out;
+  EXPECT_TRUE(has(run.out, "PASS max-leaked: 0 B leaked in 0 groups")) << run.out;
+}
+
 TEST(GTestListener, WithoutThePreloadEveryTestPasses) {
   Outcome plain = run_program({fixture("gtest_suite")}, {{"LD_PRELOAD", ""}});
   EXPECT_EQ(plain.exit_code, 0) << plain.out << plain.err;

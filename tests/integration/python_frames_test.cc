@@ -326,8 +326,8 @@ TEST_P(PythonFrames, TuplesOnTheInterpretersFreeListAreNotTheLineThatMadeThem) {
   // The line's tuples, grown by _PyTuple_Resize (its other blocks are the interpreter's cached
   // one-character strings, and in 3.13 a list its free list of lists kept). The interpreter's first
   // calls take another path to them (a site of their own): its few tuples, made at the start and
-  // let go of in the second before the exit mark, are taken as they were there (each site at its
-  // largest in that second), beside the 256 the cache holds at the mark. Neither is a leak.
+  // let go of in the shutdown before the exit mark, are taken as they were there (each site at its
+  // largest since the shutdown began), beside the 256 the cache holds at the mark. Neither is a leak.
   int64_t cached_tuples = 0, other_path_tuples = 0;
   for (const auto& site : sites_named(parsed, "tokenize").sites) {
     bool tuples = std::any_of(site["frames"].begin(), site["frames"].end(),

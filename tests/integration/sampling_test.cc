@@ -15,8 +15,8 @@ nlohmann::json run_sites(const std::vector<std::string>& options) {
   args.insert(args.end(), {"--", fixture("sampling_sites")});
   Outcome outcome = leakscope(args);
   EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
-  // The end: by default a site is shown at its largest in the second before main returned, which
-  // on a loaded machine can be a snapshot taken while one temporary was live.
+  // The end: by default a site is shown at its largest since a shutdown began freeing before main
+  // returned, which on a loaded machine can be a snapshot taken while one temporary was live.
   return dump(file, {"--at", "end"});
 }
 
