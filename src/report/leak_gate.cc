@@ -156,6 +156,10 @@ Baseline parse_baseline(const std::string& path) {
   if (!document.contains("groups") || !document["groups"].is_array()) throw not_report("no groups");
   Baseline baseline;
   baseline.path = path;
+  if (document.contains("process") && document["process"].is_object() && document["process"].contains("exe") &&
+      document["process"]["exe"].is_string()) {
+    baseline.program = module_base_name(document["process"]["exe"].get<std::string>());
+  }
   size_t leaks = 0;
   for (const nlohmann::json& group : document["groups"]) {
     if (!group.is_object() || !group.contains("live_bytes") || !group["live_bytes"].is_number_integer() ||

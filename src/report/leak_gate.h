@@ -28,6 +28,7 @@ struct GateLimits {
 // A baseline: an earlier `report --format json`, the live bytes of its leak groups by match key.
 struct Baseline {
   std::string path;
+  std::string program;  // the file name of the executable it reports on; empty when it does not say
   std::map<std::string, int64_t> leaked_bytes;
 };
 

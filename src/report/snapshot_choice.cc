@@ -57,7 +57,7 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
   switch (choice.kind) {
     case SnapshotChoice::Kind::kIndex:
       if (choice.index > chosen.count) {
-        throw StreamError(fmt::format("{}: has {} snapshots; --at {} is beyond them", path, chosen.count, choice.index));
+        throw SnapshotChoiceError(fmt::format("{}: has {} snapshots; --at {} is beyond them", path, chosen.count, choice.index));
       }
       chosen.index = choice.index;
       chosen.why = "as --at asks";

@@ -17,12 +17,19 @@
 #define LEAKSCOPE_REPORT_SNAPSHOT_CHOICE_H_
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "report/stream_reader.h"
 
 namespace leakscope::report {
+
+// An --at that names no snapshot of the stream: a wrong argument, not a damaged stream.
+class SnapshotChoiceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 struct SnapshotChoice {
   enum class Kind { kBeforeTeardown, kIndex, kEnd };
@@ -50,7 +57,7 @@ struct ChosenSnapshot {
 };
 
 // choose_snapshot() resolves `choice` against the snapshots `marks` lists (skim_snapshots()).
-// Throws StreamError naming `path` when --at N is beyond the stream.
+// Throws SnapshotChoiceError naming `path` when --at N is beyond the stream.
 ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<SnapshotMark>& marks,
                                const std::string& path);
 

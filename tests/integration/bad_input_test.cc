@@ -127,8 +127,22 @@ TEST(BadInput, MiddleFrameWhoseLengthRunsPastTheEndIsDamageNotATear) {
   EXPECT_NE(gate.err.find("damaged inside"), std::string::npos) << gate.err;
 }
 
-TEST(BadInput, SnapshotBeyondTheStreamIsRejected) {
-  expect_one_line_error(leakscope({"dump", "--at", "100000", good_stream()}), 3, "beyond");
+// A wrong --at is the command line's mistake, not the stream's.
+TEST(BadInput, SnapshotBeyondTheStreamIsAUsageError) {
+  expect_one_line_error(leakscope({"dump", "--at", "100000", good_stream()}), 2, "beyond");
+  expect_one_line_error(leakscope({"report", "--at", "100000", good_stream()}), 2, "beyond");
+  expect_one_line_error(leakscope({"check", "--at", "100000", good_stream()}), 2, "beyond");
+}
+
+// A report redirected to a full disk was not written: the step fails instead of passing.
+TEST(BadInput, StandardOutputThatCannotBeWrittenIsAnOutputError) {
+  for (const char* verb : {"report", "dump", "check"}) {
+    SCOPED_TRACE(verb);
+    Outcome full = run_program({"/bin/sh", "-c", std::string(LEAKSCOPE_CLI) + " " + verb + " " + good_stream() + " > /dev/full"});
+    EXPECT_EQ(full.exit_code, 4) << full.err;
+    EXPECT_EQ(full.err.rfind("leakscope: error: standard output could not be written", 0), 0u) << full.err;
+    EXPECT_EQ(std::count(full.err.begin(), full.err.end(), '\n'), 1) << full.err;
+  }
 }
 
 // A 2 MB stream whose one stack claims two million frames: refused as damage before it is built.

@@ -103,6 +103,16 @@ TEST(Check, BaselineMatchesLeaksByFunctionAndFailsNewOrGrownOnes) {
   Outcome truncated = leakscope({"check", file, "--baseline", write_file("cut.json", cut.dump()), "--max-growth", "10"});
   EXPECT_EQ(truncated.exit_code, 3);
   EXPECT_NE(truncated.err.find("lists 1 of its 5 leak groups (--top)"), std::string::npos) << truncated.err;
+
+  // Another program's baseline (a CI job that fetched the wrong artifact) is said, not taken quietly.
+  nlohmann::json other = baseline;
+  other["process"]["exe"] = "/builds/other_service";
+  std::string other_path = write_file("other.json", other.dump());
+  Outcome foreign = leakscope({"check", file, "--baseline", other_path, "--max-growth", "0"});
+  EXPECT_NE(foreign.err.find("note: the baseline " + other_path + " is of other_service, this run of steady_leak_ci"),
+            std::string::npos)
+      << foreign.err;
+  EXPECT_EQ(unchanged.err.find("note: the baseline"), std::string::npos) << unchanged.err;
 }
 
 TEST(Check, SuppressedLeaksAreShownApartAndNotGated) {
@@ -286,6 +296,13 @@ TEST(Check, RunCheckGatesTheProgramsAWrapperScriptForks) {
   EXPECT_NE(unwrapped(gated.out).find("FAIL max-leaked: 1000.00 KiB leaked in 1 group > 512.00 KiB"), std::string::npos)
       << gated.out;
   EXPECT_NE(gated.out.find("steady_leak_ci (pid"), std::string::npos) << gated.out;
+  // The last line says which of the processes failed, and how to gate the command alone.
+  std::string text = unwrapped(gated.out);
+  size_t summary = text.rfind("\nleakscope check: FAILED in 1 of the ");
+  ASSERT_NE(summary, std::string::npos) << gated.out;
+  EXPECT_NE(text.find("processes gated: " + directory + "/w.lsc.", summary), std::string::npos) << gated.out;
+  EXPECT_NE(text.find("--no-follow-fork and --no-follow-exec leave them out", summary), std::string::npos) << gated.out;
+  EXPECT_EQ(text.find('\n', summary + 1), text.size() - 1) << "the summary is the last line: " << gated.out;
 }
 
 TEST(Check, AStreamDamagedInsideIsBadInputAndTheJUnitFileSaysSo) {

@@ -1,5 +1,6 @@
 // leakscope check: the CI gate. Judges a stream as `report` does and holds its leaks, leak rate,
 // RSS and lost blocks against limits; exit 1 when one is exceeded.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "cli.h"
 #include "core/options.h"
+#include "report/frame_roles.h"
 #include "report/gate_format.h"
 #include "report/leak_gate.h"
 
@@ -190,6 +192,25 @@ bool holds_a_snapshot(const std::string& path) {
   }
 }
 
+// run_summary_text() ends the gate of a run of several processes (a command and what it started),
+// whose texts came one after another: which of them failed, as the last line read.
+std::string run_summary_text(const std::vector<std::pair<std::string, report::GateResult>>& results) {
+  std::vector<std::string> failed;
+  for (const auto& [file, result] : results) {
+    if (!result.passed()) failed.push_back(file);
+  }
+  if (failed.empty()) return fmt::format("\nleakscope check: passed in every one of the {} processes gated\n", results.size());
+  constexpr size_t kNamed = 3;
+  std::string named;
+  for (size_t i = 0; i < failed.size() && i < kNamed; ++i) named += (i == 0 ? "" : ", ") + failed[i];
+  if (failed.size() > kNamed) named += fmt::format(" and {} more", failed.size() - kNamed);
+  bool started = std::any_of(failed.begin(), failed.end(), [&](const std::string& file) { return file != results.front().first; });
+  return fmt::format("\nleakscope check: FAILED in {} of the {} processes gated: {}{}\n", failed.size(), results.size(), named,
+                     started ? " (the processes the command started are gated too: --no-follow-fork and --no-follow-exec "
+                               "leave them out)"
+                             : "");
+}
+
 }  // namespace
 
 int run_check(const PreparedCheck& prepared, const std::vector<std::string>& files, bool of_a_run) {
@@ -222,6 +243,12 @@ int run_check(const PreparedCheck& prepared, const std::vector<std::string>& fil
       gate.suppressions = &prepared.suppressions;
       gate.runtime_residue = prepared.runtime_residue;
       gate.baseline = prepared.baseline ? &*prepared.baseline : nullptr;
+      std::string program = report::module_base_name(analysis->state.process().exe);
+      if (gate.baseline != nullptr && !gate.baseline->program.empty() && program != gate.baseline->program) {
+        fmt::print(stderr, "leakscope check: {}: note: the baseline {} is of {}, this run of {}: leaks are matched by function, so "
+                           "another program's baseline makes each leak new or each known one vanish\n",
+                   file, gate.baseline->path, gate.baseline->program, program);
+      }
       results.emplace_back(file, report::evaluate_gate(*analysis, gate));
       if (files.size() > 1 && file != files.front()) std::fputs("\n", stdout);
       std::string text = report::gate_text(*analysis, results.back().second, file);
@@ -249,6 +276,10 @@ int run_check(const PreparedCheck& prepared, const std::vector<std::string>& fil
   for (const auto& [file, result] : results) {
     passed = passed && result.passed();
     suites.emplace_back(file, &result);
+  }
+  if (results.size() > 1) {
+    std::string summary = run_summary_text(results);
+    std::fwrite(summary.data(), 1, summary.size(), stdout);
   }
   if (!prepared.junit.empty()) {
     std::ofstream junit(prepared.junit, std::ios::trunc);

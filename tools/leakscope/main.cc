@@ -5,12 +5,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <new>
 
 #include "cli.h"
 #include "core/options.h"
+#include "report/snapshot_choice.h"
 
 namespace leakscope::cli {
 
@@ -31,6 +34,16 @@ std::string unexpected_arguments_text(const CLI::App& app) {
   if (option != extras.end()) return fmt::format("unknown option '{}' ({} --help lists them)", *option, verb);
   if (extras.empty()) return fmt::format("unexpected arguments ({} --help lists what it takes)", verb);
   return fmt::format("unexpected argument '{}' ({} --help lists what it takes)", extras.front(), verb);
+}
+
+// stdout_error() is what went wrong writing the verb's answer to standard output (a full disk, a
+// closed pipe), or an empty string: a CI step that redirects a report to a file must not pass when
+// the file was not written.
+std::string stdout_error() {
+  errno = 0;
+  if (std::fflush(stdout) == 0 && std::ferror(stdout) == 0) return "";
+  // A verb that flushed as it went met the error then, and errno no longer holds it.
+  return std::string("standard output could not be written") + (errno != 0 ? std::string(": ") + std::strerror(errno) : "");
 }
 
 }  // namespace
@@ -205,8 +218,14 @@ int main(int argc, char** argv) {
     return dump_command(dump);
   };
   try {
-    return dispatch();
+    int code = dispatch();
+    // run's own status is the command's; what it prints beside the command's output is a note.
+    if (run_verb->parsed()) return code;
+    std::string unwritten = stdout_error();
+    return unwritten.empty() ? code : fail(kOutputError, unwritten);
   } catch (const std::bad_alloc&) {
     return fail(kOutOfMemory, "out of memory: the stream holds more than this machine can read");
+  } catch (const leakscope::report::SnapshotChoiceError& error) {
+    return fail(kUsage, error.what());
   }
 }
