@@ -48,7 +48,10 @@ void write_dump_json(const RunHeader& run, const JudgedSites& judged, size_t lef
 void write_dump_text(const RunHeader& run, const JudgedSites& judged, size_t left_out, Symbolizer& symbolizer,
                      std::FILE* out, int max_frames) {
   std::string text = run_header_text(run, "leakscope dump");
-  if (run.state.leak_check()) text += leak_check_text(*run.state.leak_check());
+  if (run.state.leak_check()) {
+    text += leak_check_text(*run.state.leak_check());
+    text += unscanned_mappings_note(*run.state.leak_check(), run.live_bytes_by_domain[static_cast<size_t>(Domain::kMmap)]);
+  }
   std::unordered_map<uint32_t, LostFigures> lost = lost_by_site(run.state);
   if (left_out != 0) {
     text += fmt::format("sites: the {} largest shown, {} more left out (--top, --min-bytes)\n", judged.sites.size(), left_out);

@@ -85,6 +85,7 @@ std::string gate_text(const RunAnalysis& analysis, const GateResult& result, con
                        result.lost.size(), result.lost.size() == 1 ? "" : "s");
     for (const LostGroup& group : result.lost) out += lost_line(group);
     for (const LostGroup& group : result.lost_left_out) out += lost_line(group);
+    out += unscanned_mappings_note(*check, analysis.live_bytes_by_domain[static_cast<size_t>(Domain::kMmap)]);
     if (check->threads_missed != 0) {
       out += wrap(fmt::format("note: {} thread{} could not be stopped for the leak check: blocks only they point to may count as lost",
                               check->threads_missed, check->threads_missed == 1 ? "" : "s"),

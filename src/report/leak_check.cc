@@ -115,6 +115,17 @@ std::string leak_check_text(const LeakCheck& check) {
   return out;
 }
 
+std::string unscanned_mappings_note(const LeakCheck& check, int64_t mapped_bytes) {
+  LostFigures lost = lost_in(check);
+  bool lost_any = lost.bytes != 0 || lost.blocks != 0 || lost.indirect_bytes != 0 || lost.indirect_blocks != 0;
+  if (!lost_any || mapped_bytes <= 0 || (check.flags & internal::kLeakCheckMmapRoots) != 0) return "";
+  return wrap(fmt::format("note: the {} the program mapped itself were not scanned: blocks pointed to only from there (an "
+                          "mmap'd table, an arena) count as lost; --option leak_check_mmap=1 scans them, or register them "
+                          "with leakscope_register_root_region()",
+                          format_bytes(mapped_bytes)),
+              "   ", "");
+}
+
 std::string leak_check_when(const LeakCheck& check) {
   if (check.trigger == LeakCheckTrigger::kTeardown) return "at exit";
   return "at the leak check at " + format_seconds(check.time_ns);

@@ -60,6 +60,11 @@ std::string lost_text(const LostFigures& lost);
 // stopped.
 std::string leak_check_text(const LeakCheck& check);
 
+// unscanned_mappings_note() is a note line when the scan lost blocks but left out the `mapped_bytes`
+// the program mapped itself (an mmap'd table, an arena), which may be all that points to them; an
+// empty string otherwise.
+std::string unscanned_mappings_note(const LeakCheck& check, int64_t mapped_bytes);
+
 // leak_check_when() is when a scan ran, as a lost block's text ends: "at exit" for the teardown
 // mark's, else "at the leak check at 5.2 s".
 std::string leak_check_when(const LeakCheck& check);

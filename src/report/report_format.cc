@@ -408,7 +408,10 @@ void write_report_json(const RunAnalysis& analysis, const ReportOptions& options
 
 std::string report_text(const RunAnalysis& analysis, const ReportOptions& options) {
   std::string out = run_header_text(header_of(analysis), "leakscope report");
-  if (analysis.state.leak_check()) out += leak_check_text(*analysis.state.leak_check());
+  if (analysis.state.leak_check()) {
+    out += leak_check_text(*analysis.state.leak_check());
+    out += unscanned_mappings_note(*analysis.state.leak_check(), analysis.live_bytes_by_domain[static_cast<size_t>(Domain::kMmap)]);
+  }
   const TeardownReport& teardown = analysis.teardown;
   if (teardown.mark != 0 && analysis.at.index < analysis.at.count) {
     // A teardown of a few milliseconds shows as one: "from 6.5 s to 6.5 s" says nothing.

@@ -6,6 +6,7 @@
 #include <array>
 
 #include "harness.h"
+#include "support/unwrapped.h"
 
 namespace leakscope::testing {
 namespace {
@@ -100,11 +101,19 @@ TEST(LeakCheck, RegisteredRootRegionsAreScannedOthersOnlyWithLeakCheckMmap) {
   expect_lost(run.dump, "make_unregistered_block", 2222, 1);
   expect_lost(run.dump, "make_unregistered_later_block", 3333, 1);
   EXPECT_FALSE(run.dump["leak_check"]["mmap_roots"]);
+  // The text says what was not scanned, and how to scan it.
+  const char* note = "note: the 12.00 KiB the program mapped itself were not scanned";
+  for (const char* verb : {"report", "check", "dump"}) {
+    std::string text = unwrapped(leakscope({verb, run.file}).out);
+    EXPECT_NE(text.find(note), std::string::npos) << verb << ": " << text;
+    EXPECT_NE(text.find("--option leak_check_mmap=1 scans them"), std::string::npos) << verb << ": " << text;
+  }
 
   CheckedRun scanned = run_checked("mmap_root_region", {}, ",leak_check_mmap=1");
   EXPECT_TRUE(scanned.dump["leak_check"]["mmap_roots"]);
   expect_reachable(scanned.dump, "make_unregistered_block", 2222);
   expect_reachable(scanned.dump, "make_unregistered_later_block", 3333);
+  EXPECT_EQ(unwrapped(leakscope({"report", scanned.file}).out).find("were not scanned"), std::string::npos);
 }
 
 TEST(LeakCheck, LeakInAGlobalConstructorBeforeMainIsLost) {
