@@ -387,6 +387,7 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   std::vector<SnapshotMark> marks = reader.skim_snapshots();
   analysis->at = choose_snapshot(options.at, marks, reader.path());
   uint32_t judged = analysis->at.index;
+  analysis->state.keep_leak_checks_until(judged);
   analysis->series = std::make_unique<LiveSeries>();
   LiveSeries& series = *analysis->series;
   JudgedCapture capture(analysis->at);

@@ -494,7 +494,7 @@ void RunState::apply_leak_check(PayloadCursor& cursor, uint32_t epoch) {
     loss.indirectly_lost_blocks = cursor.varint("indirectly lost blocks");
     check.triples.push_back(loss);
   }
-  leak_check_ = std::move(check);
+  if (check.snapshot <= leak_check_horizon_) leak_check_ = std::move(check);
 }
 
 uint64_t RunState::store_head(const std::vector<uint64_t>& head, const Stack* known) {

@@ -396,6 +396,10 @@ class RunState {
   // leak_check() is the last reachability scan read, if any: a later one supersedes it, a key
   // snapshot does not clear it.
   const std::optional<LeakCheck>& leak_check() const { return leak_check_; }
+  // keep_leak_checks_until() has scans made after snapshot `snapshot` (from 1) read and checked but
+  // not kept: a report of an earlier snapshot read on to the stream's end for what teardown freed
+  // shows the scan as of the snapshot it shows.
+  void keep_leak_checks_until(uint32_t snapshot) { leak_check_horizon_ = snapshot; }
   // devices() is what the latest snapshot says of each device's memory; empty without any.
   const std::vector<DeviceMemory>& devices() const { return devices_; }
   // Of a cuda site: the c10_cuda bytes inside its blocks now (INNER_BLOCKS), and whether any ever
@@ -457,6 +461,7 @@ class RunState {
   ChunkedVector<Site> sites_{1};
   ChunkedVector<Triple> triples_{1};
   std::optional<LeakCheck> leak_check_;
+  uint32_t leak_check_horizon_ = UINT32_MAX;
   // What a forked child's stream takes from its parent's: ids of each kind below these.
   struct InheritedDefinitions {
     uint32_t stacks = 0, stack_nodes = 0, sites = 0, triples = 0, tasks = 0, codes = 0, modules = 0;

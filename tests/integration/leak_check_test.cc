@@ -233,6 +233,22 @@ TEST(LeakCheck, PythonLeakCheckOnRequestReturnsTheBytesLostAndWritesThem) {
   EXPECT_EQ(document["leak_check"]["trigger"], "request");
 }
 
+// A report of an earlier snapshot shows the run as it was then: the scan made at exit is not yet.
+TEST(LeakCheck, AnEarlierSnapshotIsShownWithoutTheScanMadeAfterIt) {
+  CheckedRun run = run_checked("steady_leak_ci", {"100"});
+  ASSERT_TRUE(run.dump["leak_check"]["scanned"]);
+  for (const char* verb : {"report", "dump"}) {
+    Outcome earlier = leakscope({verb, "--at", "2", "--format", "json", run.file});
+    ASSERT_EQ(earlier.exit_code, 0) << earlier.err;
+    EXPECT_FALSE(nlohmann::json::parse(earlier.out)["leak_check"]["scanned"]) << verb;
+  }
+  EXPECT_EQ(leakscope({"report", "--at", "2", run.file}).out.find("leak check at"), std::string::npos);
+  Outcome gate = leakscope({"check", "--at", "2", "--max-lost", "0", run.file});
+  EXPECT_EQ(gate.exit_code, 3) << gate.out << gate.err;
+  EXPECT_NE(gate.err.find("holds no leak check"), std::string::npos) << gate.err;
+  EXPECT_TRUE(nlohmann::json::parse(leakscope({"report", "--format", "json", run.file}).out)["leak_check"]["scanned"]);
+}
+
 TEST(LeakCheck, TheLeakCheckSignalHasTheWriterScanWhileTheProgramRuns) {
   std::string file = scratch_dir() + "/signal.lsc";
   Outcome run = leakscope({"run", "-o", file, "--", fixture("leak_check_on_signal")},

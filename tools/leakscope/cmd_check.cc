@@ -232,8 +232,9 @@ int run_check(const PreparedCheck& prepared, const std::vector<std::string>& fil
       if (prepared.limits.max_lost_bytes && !analysis->state.leak_check()) {
         if (!of_a_run) {
           throw report::StreamError(fmt::format("{}: holds no leak check, so max-lost cannot judge it: the process was "
-                                                "recorded without leak_check=1 (leakscope run --leak-check, or --check), or "
-                                                "ended by _exit, a signal or exec before its teardown mark",
+                                                "recorded without leak_check=1 (leakscope run --leak-check, or --check), "
+                                                "ended by _exit, a signal or exec before its teardown mark, or --at shows a "
+                                                "snapshot from before its scan",
                                                 file));
         }
         fmt::print(stderr, "leakscope check: {}: not leak-checked (the process ended by _exit, a signal or exec, before "
