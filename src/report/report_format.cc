@@ -458,15 +458,24 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
   auto owner_line = [](const char* title, const std::vector<OwnerReport>& owners, const char* unnamed) {
     std::map<std::string, int> named;  // threads that share a name are told apart by tid
     for (const OwnerReport& owner : owners) ++named[owner.name];
+    constexpr size_t kOwnersShown = 6;
     std::string line;
-    size_t shown = 0;
+    size_t shown = 0, more = 0;
+    int64_t more_bytes = 0;
     for (const OwnerReport& owner : owners) {
-      if (owner.live_bytes <= 0 || shown++ == 6) continue;
+      if (owner.live_bytes <= 0) continue;
+      if (shown == kOwnersShown) {
+        ++more;
+        more_bytes += owner.live_bytes;
+        continue;
+      }
+      ++shown;
       std::string name = owner.name.empty() ? unnamed : one_line(owner.name);
       if (owner.tid != 0 && named[owner.name] > 1) name += fmt::format(" (tid {})", owner.tid);
       line += fmt::format("{}{} {}{}", line.empty() ? "" : " · ", name, format_bytes(owner.live_bytes),
                           owner.growing ? " (" + rate(owner.growth_bytes_per_min) + ")" : "");
     }
+    if (more != 0) line += fmt::format(" · and {} more, {} (--format json lists them)", more, format_bytes(more_bytes));
     return line.empty() ? std::string() : wrap(std::string(title) + line, "   ", "");
   };
   out += "\n" + owner_line("by task: ", analysis.by_task, "(no task)");

@@ -214,6 +214,21 @@ TEST(ReportCli, GroupsOfZeroByteBlocksAreCountedInOneLine) {
   EXPECT_EQ(empty, 3);
 }
 
+// The text names the six largest tasks and says how many more hold what.
+TEST(ReportCli, TasksBeyondTheSixLargestAreCountedNotDropped) {
+  std::string file = scratch_dir() + "/run.lsc";
+  ASSERT_EQ(leakscope({"run", "-o", file, "--", fixture("tasks_holding_memory")}).exit_code, 0);
+  std::string text = unwrapped(leakscope({"report", file}).out);
+  size_t line = text.find("\nby task: ");
+  ASSERT_NE(line, std::string::npos) << text;
+  std::string by_task = text.substr(line + 1, text.find('\n', line + 1) - line - 1);
+  for (const char* shown : {"endpoint-9 9.00 KiB", "endpoint-5 5.00 KiB"}) EXPECT_NE(by_task.find(shown), std::string::npos) << by_task;
+  EXPECT_EQ(by_task.find("endpoint-4"), std::string::npos) << by_task;
+  EXPECT_NE(by_task.find(" · and 4 more, 10.00 KiB (--format json lists them)"), std::string::npos) << by_task;
+  nlohmann::json document = nlohmann::json::parse(leakscope({"report", "--format", "json", file}).out);
+  EXPECT_EQ(document["by_task"].size(), 10u) << document["by_task"].dump();
+}
+
 TEST(ReportCli, BadOptionsAndFilesAreOneLineErrors) {
   Outcome missing = leakscope({"report", "/nonexistent.lsc"});
   EXPECT_EQ(missing.exit_code, 3);
