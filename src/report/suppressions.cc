@@ -102,10 +102,20 @@ void Suppressions::append(const Suppressions& other) {
   rules_.insert(rules_.end(), other.rules_.begin(), other.rules_.end());
 }
 
+std::vector<const SuppressionRule*> Suppressions::unmatched() const {
+  std::vector<const SuppressionRule*> rules;
+  for (const SuppressionRule& rule : rules_) {
+    if (!rule.matched) rules.push_back(&rule);
+  }
+  return rules;
+}
+
 const SuppressionRule* Suppressions::match(const std::vector<SymbolizedFrame>& frames) const {
   for (const SuppressionRule& rule : rules_) {
     for (const SymbolizedFrame& frame : frames) {
-      if (matches(rule, frame)) return &rule;
+      if (!matches(rule, frame)) continue;
+      rule.matched = true;
+      return &rule;
     }
   }
   return nullptr;

@@ -30,6 +30,7 @@ struct SuppressionRule {
   std::string text;    // the rule as written, "function:*Legacy::init*"
   std::string origin;  // its file
   int line = 0;        // in its file
+  mutable bool matched = false;  // by a match() since it was read
 };
 
 class Suppressions {
@@ -47,6 +48,9 @@ class Suppressions {
 
   // append() adds the rules of `other` after these (several files, in order).
   void append(const Suppressions& other);
+
+  // unmatched() is the rules no match() has matched: a misspelt or stale rule suppresses nothing.
+  std::vector<const SuppressionRule*> unmatched() const;
 
   bool empty() const { return rules_.empty(); }
 

@@ -131,6 +131,17 @@ TEST(Check, SuppressedLeaksAreShownApartAndNotGated) {
   EXPECT_EQ(leakscope({"check", file, "--suppress", by_module}).exit_code, 0);
   std::string unrelated = write_file("other.supp", "function:zlib_*\nmodule:*libcuda.so*\nfile:*/vendor/*\n");
   EXPECT_EQ(leakscope({"check", file, "--suppress", unrelated}).exit_code, 1);
+  EXPECT_EQ(suppressed.err.find("left nothing out"), std::string::npos) << suppressed.err;
+
+  // A rule that suppresses nothing is said: here a file rule written without its directories.
+  std::string misspelt = write_file("misspelt.supp", "file:steady_leak_ci.c\n");
+  Outcome unmatched = leakscope({"check", file, "--suppress", misspelt});
+  EXPECT_EQ(unmatched.exit_code, 1);
+  EXPECT_NE(unmatched.err.find("leakscope check: note: 1 suppression rule left nothing out of this run's gate: "
+                               "file:steady_leak_ci.c (" + misspelt + ":1) (a file rule is matched against the whole source "
+                               "path: file:*/steady_leak_ci.c)"),
+            std::string::npos)
+      << unmatched.err;
 
   std::string broken = write_file("broken.supp", "function:ok\nparse_record\n");
   Outcome bad = leakscope({"check", file, "--suppress", broken});

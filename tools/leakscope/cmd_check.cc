@@ -15,6 +15,7 @@
 #include "report/frame_roles.h"
 #include "report/gate_format.h"
 #include "report/leak_gate.h"
+#include "report/suppressions.h"
 
 namespace leakscope::cli {
 namespace {
@@ -192,6 +193,28 @@ bool holds_a_snapshot(const std::string& path) {
   }
 }
 
+// say_unmatched_rules() notes the suppression rules that left nothing out of this run's gate: a
+// misspelt one (a file rule without its directories) suppresses nothing, silently otherwise.
+void say_unmatched_rules(const report::Suppressions& suppressions) {
+  std::vector<const report::SuppressionRule*> unmatched = suppressions.unmatched();
+  if (unmatched.empty()) return;
+  constexpr size_t kNamed = 5;
+  std::string named;
+  std::string bare_file;  // a file rule's pattern without directories, which no whole path matches
+  for (size_t i = 0; i < unmatched.size(); ++i) {
+    const report::SuppressionRule& rule = *unmatched[i];
+    if (i < kNamed) named += fmt::format("{}{} ({}:{})", i == 0 ? "" : ", ", rule.text, rule.origin, rule.line);
+    if (bare_file.empty() && rule.field == report::SuppressionRule::Field::kFile && !rule.pattern.empty() &&
+        rule.pattern[0] != '/' && rule.pattern[0] != '*') {
+      bare_file = rule.pattern;
+    }
+  }
+  if (unmatched.size() > kNamed) named += fmt::format(" and {} more", unmatched.size() - kNamed);
+  fmt::print(stderr, "leakscope check: note: {} suppression rule{} left nothing out of this run's gate: {}{}\n", unmatched.size(),
+             unmatched.size() == 1 ? "" : "s", named,
+             bare_file.empty() ? "" : fmt::format(" (a file rule is matched against the whole source path: file:*/{})", bare_file));
+}
+
 // run_summary_text() ends the gate of a run of several processes (a command and what it started),
 // whose texts came one after another: which of them failed, as the last line read.
 std::string run_summary_text(const std::vector<std::pair<std::string, report::GateResult>>& results) {
@@ -282,6 +305,7 @@ int run_check(const PreparedCheck& prepared, const std::vector<std::string>& fil
     std::string summary = run_summary_text(results);
     std::fwrite(summary.data(), 1, summary.size(), stdout);
   }
+  say_unmatched_rules(prepared.suppressions);
   if (!prepared.junit.empty()) {
     std::ofstream junit(prepared.junit, std::ios::trunc);
     junit << report::gate_junit(suites);
