@@ -67,6 +67,7 @@ LostGroup lost_group(RunAnalysis& analysis, size_t index, const GateOptions& opt
   LostGroup gated;
   gated.group = index;
   gated.name = group_name(*group.user_frame);
+  gated.key = group_match_key(*group.user_frame);
   for (uint32_t part : group.parts) {
     const SiteReport& site = analysis.sites[part];
     if (!site.lost.any()) continue;
@@ -166,13 +167,21 @@ Baseline parse_baseline(const std::string& path) {
         group["live_bytes"].get<int64_t>() < 0 || !group.contains("verdict") || !group["verdict"].is_string()) {
       throw not_report("a group without live_bytes or verdict");
     }
-    if (group["verdict"] != "leak") continue;
-    ++leaks;
     const nlohmann::json& frame = group.contains("first_user_frame") && group["first_user_frame"].is_object()
                                       ? group["first_user_frame"]
                                       : group.value("frame", nlohmann::json());
-    baseline.leaked_bytes[group_match_key(frame_from_json(frame))] += group["live_bytes"].get<int64_t>();
+    std::string key = group_match_key(frame_from_json(frame));
+    int64_t lost = 0;
+    for (const char* field : {"lost_bytes", "indirectly_lost_bytes"}) {
+      if (group.contains(field) && group[field].is_number_integer()) lost += group[field].get<int64_t>();
+    }
+    if (lost > 0) baseline.lost_bytes[key] += lost;
+    if (group["verdict"] != "leak") continue;
+    ++leaks;
+    baseline.leaked_bytes[key] += group["live_bytes"].get<int64_t>();
   }
+  baseline.lost_known = document.contains("leak_check") && document["leak_check"].is_object() &&
+                        document["leak_check"].value("scanned", false);
   // A report lists at most --top groups per verdict: a leak left out would come back as "new".
   const nlohmann::json* total = document.contains("totals") ? &document["totals"] : nullptr;
   if (total != nullptr && total->contains("groups") && (*total)["groups"].contains("leak") &&
@@ -289,6 +298,28 @@ GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options) {
       if (name.empty()) name = gated.name;
     }
     std::vector<std::string> offenders;
+    // What was lost, by key too, when both runs were leak-checked: a short test binary's new leak is
+    // lost at exit before it could grow.
+    if (options.baseline->lost_known && result.leak_checked) {
+      std::map<std::string, std::pair<int64_t, std::string>> lost_now;
+      for (const LostGroup& lost : result.lost) {
+        auto& [bytes, name] = lost_now[lost.key];
+        bytes += static_cast<int64_t>(lost.lost.total_bytes());
+        if (name.empty()) name = lost.name;
+      }
+      for (const auto& [key, entry] : lost_now) {
+        const auto& [bytes, name] = entry;
+        auto before = options.baseline->lost_bytes.find(key);
+        int64_t before_bytes = before == options.baseline->lost_bytes.end() ? 0 : before->second;
+        if (before_bytes <= 0) {
+          offenders.push_back(fmt::format("newly lost: {} {} (nothing lost there in the baseline)", name, format_exact_bytes(bytes)));
+        } else if (100.0 * static_cast<double>(bytes - before_bytes) / static_cast<double>(before_bytes) > limit) {
+          offenders.push_back(fmt::format("{} lost {}, {:+.0f}% over the baseline's {}", name, format_exact_bytes(bytes),
+                                          100.0 * static_cast<double>(bytes - before_bytes) / static_cast<double>(before_bytes),
+                                          format_exact_bytes(before_bytes)));
+        }
+      }
+    }
     for (const auto& [key, entry] : now) {
       const auto& [bytes, name] = entry;
       auto before = options.baseline->leaked_bytes.find(key);

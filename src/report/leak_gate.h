@@ -30,6 +30,10 @@ struct Baseline {
   std::string path;
   std::string program;  // the file name of the executable it reports on; empty when it does not say
   std::map<std::string, int64_t> leaked_bytes;
+  // What each match key lost at its run's leak check, directly and indirectly, whatever the
+  // group's verdict; lost_known is false when that run was not leak-checked.
+  std::map<std::string, int64_t> lost_bytes;
+  bool lost_known = false;
 };
 
 // A baseline file that cannot be read, or is not a whole report document.
@@ -72,6 +76,7 @@ struct GatedGroup {
 struct LostGroup {
   size_t group = 0;  // in RunAnalysis::groups
   std::string name;
+  std::string key;   // group_match_key() of its frame
   LostFigures lost;             // what the gate counts: its sites that are neither residue nor suppressed
   uint64_t left_out_bytes = 0;  // lost bytes of the rest
   std::string left_out_by;

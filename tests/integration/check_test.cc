@@ -115,6 +115,37 @@ TEST(Check, BaselineMatchesLeaksByFunctionAndFailsNewOrGrownOnes) {
   EXPECT_EQ(unchanged.err.find("note: the baseline"), std::string::npos) << unchanged.err;
 }
 
+// A short test binary's new leak is lost at exit before it can grow: a baseline holds what each
+// place lost too, so that max-growth fails a place that newly loses blocks.
+TEST(Check, BaselineOfALeakCheckedRunFailsAPlaceThatNewlyLosesBlocks) {
+  std::string file = scratch_dir() + "/lost.lsc";
+  ASSERT_EQ(leakscope({"run", "-o", file, "--leak-check", "--", fixture("lost_tree")}).exit_code, 0);
+  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  nlohmann::json baseline = nlohmann::json::parse(report.out);
+  Outcome same = leakscope({"check", file, "--baseline", write_file("same.json", baseline.dump()), "--max-growth", "0"});
+  EXPECT_EQ(same.exit_code, 0) << same.out;
+
+  nlohmann::json before = baseline;
+  for (auto& group : before["groups"]) {
+    if (group["first_user_frame"]["function"] != "drop_tree") continue;
+    group["lost_bytes"] = 0;
+    group["indirectly_lost_bytes"] = 0;
+  }
+  Outcome newly = leakscope({"check", file, "--baseline", write_file("before.json", before.dump()), "--max-growth", "0"});
+  EXPECT_EQ(newly.exit_code, 1) << newly.out;
+  EXPECT_NE(unwrapped(newly.out).find("FAIL max-growth: newly lost: drop_tree (lost_tree.c:14) 256 B (nothing lost there in "
+                                      "the baseline)"),
+            std::string::npos)
+      << newly.out;
+
+  // A baseline of a run that was not scanned says nothing of what was lost.
+  nlohmann::json unscanned = before;
+  unscanned["leak_check"] = {{"scanned", false}};
+  EXPECT_EQ(leakscope({"check", file, "--baseline", write_file("unscanned.json", unscanned.dump()), "--max-growth", "0"}).exit_code,
+            0);
+}
+
 TEST(Check, SuppressedLeaksAreShownApartAndNotGated) {
   std::string file = steady_leak_stream();
   std::string rules = write_file("known.supp", "# a parser leak the vendor knows of\n\nfunction:parse_record*\n");
