@@ -123,7 +123,7 @@ GateCheck lost_check(const GateResult& result, int64_t limit) {
                         format_exact_bytes(result.lost_bytes.indirect_bytes));
   }
   return {"max-lost", within,
-          fmt::format("{} lost in {}{} {} {}{}", format_exact_bytes(total), groups_text(result.lost.size()), split,
+          fmt::format("{} lost in {} place{}{} {} {}{}", format_exact_bytes(total), places.size(), places.size() == 1 ? "" : "s", split,
                       within ? "<=" : ">", format_exact_bytes(static_cast<uint64_t>(limit)), largest)};
 }
 

@@ -422,7 +422,7 @@ TEST(LeakCheck, GroupsOfOneFrameToldApartByTheirCallersAreOnePlaceInTheText) {
   EXPECT_EQ(text.find("Lost: 100 B"), std::string::npos) << text;
   EXPECT_EQ(report_json(*analysis, ReportOptions{})["findings"].size(), 2u) << "JSON findings are per group";
   GateResult result = evaluate_gate(*analysis, GateOptions{});
-  EXPECT_EQ(check_named(result, "max-lost")->text, "300 B lost in 2 groups > 0 B (largest: make_node (pointer_to_self.py:12) 300 B in 2 blocks)");
+  EXPECT_EQ(check_named(result, "max-lost")->text, "300 B lost in 1 place > 0 B (largest: make_node (pointer_to_self.py:12) 300 B in 2 blocks)");
 }
 
 TEST(LeakCheckGate, MaxLostHoldsTheExactFigureOfTheSitesItCounts) {
@@ -432,14 +432,14 @@ TEST(LeakCheckGate, MaxLostHoldsTheExactFigureOfTheSitesItCounts) {
   ASSERT_NE(check_named(at, "max-lost"), nullptr);
   EXPECT_TRUE(at.passed()) << check_named(at, "max-lost")->text;
   EXPECT_EQ(check_named(at, "max-lost")->text,
-            "4,409 B lost in 2 groups (2,361 B directly, 2,048 B indirectly) <= 4,409 B (largest: add_child "
+            "4,409 B lost in 2 places (2,361 B directly, 2,048 B indirectly) <= 4,409 B (largest: add_child "
             "(pointer_to_self.py:30) 3,072 B in 3 blocks; make_node (pointer_to_self.py:12) 1,337 B in 1 block)");
   EXPECT_EQ(check_named(at, "max-leaked"), nullptr) << "a limit was named";
   limits.max_lost_bytes = 4408;
   GateResult over = gate(lost_stream(), limits);
   EXPECT_FALSE(over.passed());
   EXPECT_EQ(check_named(over, "max-lost")->text.substr(0, 84),
-            "4,409 B lost in 2 groups (2,361 B directly, 2,048 B indirectly) > 4,408 B (largest: ");
+            "4,409 B lost in 2 places (2,361 B directly, 2,048 B indirectly) > 4,408 B (largest: ");
 }
 
 TEST(LeakCheckGate, LostRuntimeResidueFailsOnlyWithoutRuntimeSuppressions) {
@@ -472,7 +472,7 @@ TEST(LeakCheckGate, WithNoLimitNamedAScannedRunAlsoFailsOnAnyLostByte) {
   EXPECT_TRUE(check_named(scanned, "max-leaked")->passed);
   EXPECT_FALSE(check_named(scanned, "max-lost")->passed);
   EXPECT_EQ(check_named(scanned, "max-lost")->text.substr(0, 80),
-            "4,409 B lost in 2 groups (2,361 B directly, 2,048 B indirectly) > 0 B (largest: ");
+            "4,409 B lost in 2 places (2,361 B directly, 2,048 B indirectly) > 0 B (largest: ");
 
   GateResult unscanned = gate(lost_stream(false), GateLimits{});
   EXPECT_EQ(check_named(unscanned, "max-lost"), nullptr);
@@ -487,13 +487,13 @@ TEST(LeakCheckGate, GateTextListsTheLostGroupsAndTheFailLineNamesTheLargest) {
   GateOptions options;
   GateResult result = evaluate_gate(*analysis, options);
   std::string text = unwrapped(gate_text(*analysis, result, "run.lsc"));
-  EXPECT_NE(text.find("\nlost at exit: 4,409 B in 2 groups\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nlost at exit: 4,409 B in 2 places\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\n  lost add_child (pointer_to_self.py:30): 1,024 B in 1 block directly, 2,048 B in 2 blocks "
                       "indirectly\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("\n  not gated, lost "), std::string::npos) << text;
-  EXPECT_NE(text.find("\nFAIL max-lost: 4,409 B lost in 2 groups (2,361 B directly, 2,048 B indirectly) > 0 B (largest: "
+  EXPECT_NE(text.find("\nFAIL max-lost: 4,409 B lost in 2 places (2,361 B directly, 2,048 B indirectly) > 0 B (largest: "
                       "add_child (pointer_to_self.py:30) 3,072 B in 3 blocks; make_node (pointer_to_self.py:12) 1,337 B in 1 "
                       "block)\n"),
             std::string::npos)
