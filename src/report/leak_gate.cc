@@ -129,6 +129,47 @@ GateCheck lost_check(const GateResult& result, int64_t limit) {
 
 std::string percent_text(double percent) { return fmt::format("{:g}%", percent); }
 
+// Bytes by match key, with the name of the first group of each, as the gate compares them with a
+// baseline's.
+using KeyedBytes = std::map<std::string, std::pair<int64_t, std::string>>;
+
+void add_keyed(KeyedBytes* keyed, const std::string& key, int64_t bytes, const std::string& name) {
+  auto& [sum, first_name] = (*keyed)[key];
+  sum += bytes;
+  if (first_name.empty()) first_name = name;
+}
+
+// How max-growth words what a key holds now against the baseline: leaked or lost bytes.
+struct GrowthWords {
+  const char* held;     // after the name: "" for leaked bytes, " lost" for lost ones
+  const char* fresh;    // the offender a key the baseline lacks is
+  const char* missing;  // why it is one
+  std::string (*bytes)(int64_t);
+};
+constexpr GrowthWords kLeakGrowth{"", "new leak", "no leak there in the baseline", [](int64_t b) { return format_bytes(b); }};
+constexpr GrowthWords kLostGrowth{" lost", "newly lost", "nothing lost there in the baseline",
+                                  [](int64_t b) { return format_exact_bytes(static_cast<uint64_t>(b)); }};
+
+// add_growth_offenders() adds to *offenders each key of `now` that the baseline `before` lacks, or
+// that holds more than `limit` percent over it.
+void add_growth_offenders(const KeyedBytes& now, const std::map<std::string, int64_t>& before, double limit,
+                          const GrowthWords& words, std::vector<std::string>* offenders) {
+  for (const auto& [key, entry] : now) {
+    const auto& [bytes, name] = entry;
+    auto found = before.find(key);
+    int64_t before_bytes = found == before.end() ? 0 : found->second;
+    if (before_bytes <= 0) {
+      offenders->push_back(fmt::format("{}: {} {} ({})", words.fresh, name, words.bytes(bytes), words.missing));
+      continue;
+    }
+    double growth = 100.0 * static_cast<double>(bytes - before_bytes) / static_cast<double>(before_bytes);
+    if (growth > limit) {
+      offenders->push_back(fmt::format("{}{} {} is {:+.0f}% over the baseline's {}", name, words.held, words.bytes(bytes),
+                                       growth, words.bytes(before_bytes)));
+    }
+  }
+}
+
 SymbolizedFrame frame_from_json(const nlohmann::json& frame) {
   SymbolizedFrame symbolized;
   if (!frame.is_object()) return symbolized;
@@ -291,49 +332,19 @@ GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options) {
   if (limits.max_growth_percent && options.baseline != nullptr) {
     double limit = *limits.max_growth_percent;
     // Both sides by match key: the sites of one function may be several groups.
-    std::map<std::string, std::pair<int64_t, std::string>> now;
-    for (const GatedGroup& gated : result.counted) {
-      auto& [bytes, name] = now[gated.key];
-      bytes += gated.live_bytes;
-      if (name.empty()) name = gated.name;
-    }
+    KeyedBytes now;
+    for (const GatedGroup& gated : result.counted) add_keyed(&now, gated.key, gated.live_bytes, gated.name);
     std::vector<std::string> offenders;
     // What was lost, by key too, when both runs were leak-checked: a short test binary's new leak is
     // lost at exit before it could grow.
     if (options.baseline->lost_known && result.leak_checked) {
-      std::map<std::string, std::pair<int64_t, std::string>> lost_now;
+      KeyedBytes lost_now;
       for (const LostGroup& lost : result.lost) {
-        auto& [bytes, name] = lost_now[lost.key];
-        bytes += static_cast<int64_t>(lost.lost.total_bytes());
-        if (name.empty()) name = lost.name;
+        add_keyed(&lost_now, lost.key, static_cast<int64_t>(lost.lost.total_bytes()), lost.name);
       }
-      for (const auto& [key, entry] : lost_now) {
-        const auto& [bytes, name] = entry;
-        auto before = options.baseline->lost_bytes.find(key);
-        int64_t before_bytes = before == options.baseline->lost_bytes.end() ? 0 : before->second;
-        if (before_bytes <= 0) {
-          offenders.push_back(fmt::format("newly lost: {} {} (nothing lost there in the baseline)", name, format_exact_bytes(bytes)));
-        } else if (100.0 * static_cast<double>(bytes - before_bytes) / static_cast<double>(before_bytes) > limit) {
-          offenders.push_back(fmt::format("{} lost {}, {:+.0f}% over the baseline's {}", name, format_exact_bytes(bytes),
-                                          100.0 * static_cast<double>(bytes - before_bytes) / static_cast<double>(before_bytes),
-                                          format_exact_bytes(before_bytes)));
-        }
-      }
+      add_growth_offenders(lost_now, options.baseline->lost_bytes, limit, kLostGrowth, &offenders);
     }
-    for (const auto& [key, entry] : now) {
-      const auto& [bytes, name] = entry;
-      auto before = options.baseline->leaked_bytes.find(key);
-      int64_t before_bytes = before == options.baseline->leaked_bytes.end() ? 0 : before->second;
-      if (before_bytes <= 0) {
-        offenders.push_back(fmt::format("new leak: {} {} (no leak there in the baseline)", name, format_bytes(bytes)));
-        continue;
-      }
-      double growth = 100.0 * static_cast<double>(bytes - before_bytes) / static_cast<double>(before_bytes);
-      if (growth > limit) {
-        offenders.push_back(fmt::format("{} {} is {:+.0f}% over the baseline's {}", name, format_bytes(bytes), growth,
-                                        format_bytes(before_bytes)));
-      }
-    }
+    add_growth_offenders(now, options.baseline->leaked_bytes, limit, kLeakGrowth, &offenders);
     result.checks.push_back(
         {"max-growth", offenders.empty(),
          offenders.empty()
