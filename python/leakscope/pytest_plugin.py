@@ -120,7 +120,9 @@ def _limit(item):
         try:
             return _size(value, "@pytest.mark.leakscope(max_leaked=...)")
         except pytest.UsageError as error:
-            pytest.fail(str(error), pytrace=False)
+            message = str(error)
+        # Failed outside the handler: the test's report holds the one message, not the chain.
+        pytest.fail(message, pytrace=False)
     return getattr(item.config, "_leakscope_default_limit", None)
 
 

@@ -2,6 +2,8 @@
 // pytest: the test that leaves memory live beyond its limit fails, naming the Python line.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "harness.h"
 
 namespace leakscope::testing {
@@ -46,6 +48,20 @@ TEST(PytestPlugin, ADefaultLimitChecksEveryTestAndABadOneIsAUsageError) {
                             {{"PYTHONPATH", std::string(LEAKSCOPE_BUILD_DIR) + "/share/leakscope/python"}});
   EXPECT_EQ(bad.exit_code, 4) << bad.out << bad.err;  // pytest's usage error
   EXPECT_TRUE(has(bad.err, "--leakscope-max-leaked: not a size (such as 512, 64KiB, 1MiB): 'lots'")) << bad.err;
+}
+
+// A marker whose limit is not a size fails its test with one message.
+TEST(PytestPlugin, AMarkerWithABadLimitFailsItsTestWithOneMessage) {
+  std::string directory = scratch_dir();
+  std::ofstream(directory + "/test_bad_marker.py") << "import pytest\n\n\n@pytest.mark.leakscope(max_leaked=\"lots\")\n"
+                                                      "def test_marked():\n    pass\n";
+  Outcome outcome = leakscope({"run", "-o", directory + "/tests.lsc", "--", kPython, "-m", "pytest", "-p", "leakscope", "-p",
+                               "no:cacheprovider", "-q", directory + "/test_bad_marker.py"});
+  EXPECT_EQ(outcome.exit_code, 1) << outcome.out << outcome.err;
+  EXPECT_TRUE(has(outcome.out, "@pytest.mark.leakscope(max_leaked=...): not a size (such as 512, 64KiB, 1MiB): 'lots'"))
+      << outcome.out;
+  EXPECT_FALSE(has(outcome.out, "During handling of the above exception")) << outcome.out;
+  EXPECT_TRUE(has(outcome.out, "1 failed")) << outcome.out;
 }
 
 TEST(PytestPlugin, WithoutThePreloadEveryTestPasses) {
