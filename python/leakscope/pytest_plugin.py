@@ -60,16 +60,27 @@ def _library_paths():
     return tuple(paths)
 
 
+_OWN_PACKAGE = os.path.realpath(os.path.dirname(os.path.abspath(leakscope.__file__))) + os.sep
+
+
+def _is_own(frame):
+    """leakscope's own package, whose task bookkeeping a limit of a few bytes can see."""
+    return os.path.realpath(frame.get("file") or "").startswith(_OWN_PACKAGE)
+
+
 def _is_users(frame, libraries):
-    path = os.path.realpath(frame.get("file") or "")
-    return bool(path) and not path.startswith(libraries) and "site-packages" not in path and "dist-packages" not in path
+    name = frame.get("file") or ""
+    if not name or name.startswith("<"):  # frozen modules (<frozen runpy>), code made from strings
+        return False
+    path = os.path.realpath(name)
+    return not path.startswith(libraries) and not _is_own(frame) and "site-packages" not in path and "dist-packages" not in path
 
 
 def _where_it_was_allocated(nodeid):
     """The Python line (and function) of the largest live site the test's task holds, read from
     this process's own stream after a snapshot: the first frame of the test's own code (not the
-    standard library's or a package's), else the innermost Python frame; None when it cannot be
-    read."""
+    standard library's or a package's), else the innermost Python frame not leakscope's own; None
+    when it cannot be read."""
     path, cli = leakscope.stream_path(), _cli()
     if not path or not cli or not leakscope.snapshot_now():
         return None
@@ -84,7 +95,7 @@ def _where_it_was_allocated(nodeid):
     best, best_bytes = None, 0
     for site in sites:
         held = sum(task["live_bytes"] for task in site.get("tasks", []) if task.get("name") == nodeid)
-        python = [f for f in site.get("frames", []) if f.get("language") == "python"]
+        python = [f for f in site.get("frames", []) if f.get("language") == "python" and not _is_own(f)]
         if held <= best_bytes or not python:
             continue
         best, best_bytes = next((f for f in python if _is_users(f, libraries)), python[0]), held
