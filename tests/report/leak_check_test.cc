@@ -98,12 +98,22 @@ std::string lost_stream(bool scanned = true, uint64_t missed = 0) {
          snapshot_frame(last);
 }
 
+// The streams written for the tests, removed when the test program ends.
+struct TempStreams {
+  std::vector<std::string> paths;
+  ~TempStreams() {
+    std::error_code ignored;
+    for (const std::string& path : paths) std::filesystem::remove(path, ignored);
+  }
+};
+
 std::string write_temp(const std::string& bytes) {
-  static int counter = 0;
+  static TempStreams written;
   std::string path = (std::filesystem::temp_directory_path() /
-                      ("leakscope-leak-check-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".lsc"))
+                      ("leakscope-leak-check-" + std::to_string(getpid()) + "-" + std::to_string(written.paths.size()) + ".lsc"))
                          .string();
   std::ofstream(path, std::ios::binary) << bytes;
+  written.paths.push_back(path);
   return path;
 }
 
