@@ -61,17 +61,7 @@ void JudgedCapture::observe_earlier(const RunState& state, uint32_t index) {
       earlier.run_start_held = held;
       earlier.run_start_grew_all_along = grew_all_along;
     }
-    // Only the snapshot just before the mark is ever taken as the latest.
-    if (index == at_.earlier) {
-      if (run_starts) {
-        earlier.latest = earlier.run_start;
-      } else {
-        earlier.latest = static_cast<uint32_t>(earlier_sites_.size());
-        earlier_sites_.push_back(captures.capture(state, triples, id, taken_s));
-      }
-    }
     earlier.latest_held = held;
-    earlier.latest_grew_all_along = grew_all_along;
     earlier.seen_at = index;
   }
   for (size_t id = 0; id < earlier_.size(); ++id) {
@@ -95,14 +85,14 @@ void JudgedCapture::judge(const RunState& state) {
     const EarlierSite& before = earlier_[id];
     if (before.seen_at == 0) continue;
     int64_t held_now = triples.live(id) ? triples.live_bytes(id) : 0;
-    bool gone = held_now == 0;
-    if (!gone && before.seen_at != at_.earlier) continue;
-    if ((gone ? before.run_start_held : before.latest_held) <= held_now) continue;
+    // Drained by the shutdown, wholly (a local torn down) or but for a few blocks (a log whose
+    // objects the interpreter keeps on its free lists): taken from where it began to shrink.
+    if (before.run_start_held <= held_now) continue;
     // Before exit() or an interpreter's finalization the program's own functions have returned,
     // their locals with them (a request loop's bounded cache): only what grew all along is taken
     // from before (the log a service cleared as it shut down). At main's return, everything is.
-    if (!at_.main_returned && !(gone ? before.run_start_grew_all_along : before.latest_grew_all_along)) continue;
-    CapturedSite taken = earlier_sites_[gone ? before.run_start : before.latest];
+    if (!at_.main_returned && !before.run_start_grew_all_along) continue;
+    CapturedSite taken = earlier_sites_[before.run_start];
     taken.from_earlier = true;
     sites.push_back(taken);
     taken_earlier[id] = true;

@@ -7,11 +7,11 @@
 // and clears what it kept (atexit handlers too), for as long as its drain takes; the snapshots of
 // that shutdown (snapshot_choice.h) may have landed while it did. A site is then taken whole (bytes,
 // blocks, owners, births) from an earlier snapshot when what it held there from before that
-// snapshot's epoch is more than it holds at the mark: a site gone at the mark (a local torn down)
-// from the snapshot of the shutdown where it last began to shrink steadily into the mark, any
-// other from the snapshot just before the mark (a pool that drains as the program works keeps its
-// last state). Otherwise it is taken from the mark. Neither hides a leak, and blocks that were
-// merely in flight at an earlier snapshot (a loop's temporaries) are not revived. Before exit() or
+// snapshot's epoch is more than it holds at the mark: from the snapshot of the shutdown where it
+// last began to shrink steadily into the mark, whether it is gone at the mark (a local torn down)
+// or keeps a few blocks there (a log whose objects the interpreter keeps on its free lists).
+// Otherwise it is taken from the mark. That hides no leak, and blocks that were merely in flight
+// at an earlier snapshot (a loop's temporaries) are not revived. Before exit() or
 // finalization only a site that grew all along is taken from before (at least 4 KiB held there, a
 // quarter of it born in the first half of its life): the locals of functions that returned, a
 // request loop's cache among them, are gone as they would be at any other moment. Captures of the
@@ -67,13 +67,12 @@ class JudgedCapture {
   // when it was in the snapshot just before the mark, as it was there (records in earlier_sites_),
   // with what it held in each from before that snapshot's epoch (births after were in flight).
   struct EarlierSite {
-    uint32_t run_start = kNone;
-    uint32_t latest = kNone;
+    uint32_t run_start = kNone;  // in earlier_sites_: where it last began to shrink steadily
     int64_t run_start_held = 0;
-    int64_t latest_held = 0;
-    // It held at least 4 KiB there, a quarter of it born in the first half of its life so far.
+    int64_t latest_held = 0;  // at the latest snapshot of the shutdown
+    // It held at least 4 KiB at its run's start, a quarter of it born in the first half of its
+    // life so far.
     bool run_start_grew_all_along = false;
-    bool latest_grew_all_along = false;
     uint32_t seen_at = 0;  // the latest snapshot that had it
   };
 

@@ -1,8 +1,8 @@
 #include "harness.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,11 +49,30 @@ std::vector<std::string> lines_wider_than(const std::string& text, size_t column
   return wide;
 }
 
+namespace {
+
+// peak_rss_kib() is the VmHWM in /proc/PID/status at `path`: the peak of the program that PID now
+// runs (its address space since exec); 0 once it is gone.
+long peak_rss_kib(const std::string& path) {
+  std::ifstream status(path);
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+  }
+  return 0;
+}
+
+}  // namespace
+
 Outcome run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, int timeout_s) {
   std::string directory = scratch_dir();
   std::string out_path = directory + "/stdout", err_path = directory + "/stderr";
+  // Closed by the child's exec: from then on /proc/PID/status is the program's, not the fork's copy.
+  int execed[2];
+  if (pipe2(execed, O_CLOEXEC) != 0) ADD_FAILURE() << "pipe2 failed";
   pid_t child = fork();
   if (child == 0) {
+    close(execed[0]);
     int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(out, 1);
@@ -71,21 +90,26 @@ Outcome run_program(const std::vector<std::string>& argv, const std::map<std::st
     execvp(args[0], args.data());
     _exit(126);
   }
+  close(execed[1]);
+  char ignored;
+  while (read(execed[0], &ignored, 1) < 0 && errno == EINTR) {
+  }
+  close(execed[0]);
   Outcome outcome;
   int status = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  struct rusage usage = {};
-  while (wait4(child, &status, WNOHANG, &usage) == 0) {
+  std::string status_path = "/proc/" + std::to_string(child) + "/status";
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    outcome.max_rss_kib = std::max(outcome.max_rss_kib, peak_rss_kib(status_path));
     if (std::chrono::steady_clock::now() > deadline) {
       kill(child, SIGKILL);
-      wait4(child, &status, 0, &usage);
+      waitpid(child, &status, 0);
       ADD_FAILURE() << argv[0] << " did not finish within " << timeout_s << " s (deadlock?)";
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  outcome.max_rss_kib = usage.ru_maxrss;
   outcome.out = read_file(out_path);
   outcome.err = read_file(err_path);
   return outcome;

@@ -17,7 +17,9 @@ struct Outcome {
   int exit_code = -1;  // 128 + N when killed by signal N
   std::string out;
   std::string err;
-  long max_rss_kib = 0;  // peak resident memory of the program and its waited-for children
+  // Peak resident memory of the program itself: its VmHWM, read as it runs. Not the rusage of the
+  // wait, which on exec takes in the peak of the process forked from, the test's own.
+  long max_rss_kib = 0;
 };
 
 // run_program() runs argv with extra environment variables set (an empty value unsets one) and
