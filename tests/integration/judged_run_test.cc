@@ -361,6 +361,35 @@ TEST(JudgedRun, PythonServiceThatClearsItsLeakAsItShutsDownStillShowsIt) {
   }
 }
 
+// A Python service that drains its event queue one pop at a time in `finally`: a shutdown of a
+// second or more, after which the interpreter keeps a few of the events' objects on its free
+// lists. The queue is still the leak, as it was where the drain began.
+TEST(JudgedRun, PythonQueueDrainedSlowlyAtExitIsALeak) {
+  Judged judged = judge({kPython, fixture_source("event_queue_drained_at_exit.py"), "2000"});
+  ASSERT_EQ(judged.run.out, "events 2000\n");
+  EXPECT_NE(judged.report["snapshot_chosen"].get<std::string>().find("after a shutdown that freed from"), std::string::npos)
+      << judged.report["snapshot_chosen"];
+  int line = marker_line("event_queue_drained_at_exit.py", "the leak");
+  int64_t bodies = 0;
+  for (const auto& site : judged.report["sites"]) {
+    const nlohmann::json* frame = nullptr;
+    for (const auto& each : site["frames"]) {
+      if (each["language"] == "python") {
+        frame = &each;
+        break;
+      }
+    }
+    if (frame == nullptr || (*frame)["line"] != line) continue;
+    EXPECT_EQ(site["verdict"], "leak") << site.dump();
+    int64_t blocks = site["live_blocks"], bytes = site["live_bytes"];
+    if (bytes >= 160 * blocks && bytes < 400 * blocks) bodies += blocks;  // the bytearrays' buffers
+  }
+  // As of where the drain began: the events of its last snapshot interval before are not there.
+  EXPECT_GE(bodies, 2000 * 3 / 4);
+  EXPECT_LE(bodies, 2000);
+  EXPECT_EQ(leakscope({"check", judged.file}).exit_code, 1);
+}
+
 TEST(JudgedRun, TorchLeakAfterImportTorchInAShortRunIsALeak) {
   if (!python_has_torch()) GTEST_SKIP() << "python3-torch is not installed (scripts/install_deps.sh installs it)";
   // 300 outputs leave the leak 4.5 s to grow in after the import, enough snapshots even where a
