@@ -362,10 +362,21 @@ std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>&
   double explained = std::max(finding.tracked_growth_bytes_per_min, 0.0);
   finding.untracked_growth_bytes_per_min = finding.rss_growth_bytes_per_min - explained;
   finding.mann_kendall_z = mann_kendall(program_anon).z;
-  if (finding.mann_kendall_z >= kTrendZ && finding.rss_growth_bytes_per_min > 0 &&
+  // Growth, not a step: memory the allocator keeps after one large block (glibc then serves the
+  // next from its heap, and RSS stays up) is a level that rose once; growth rose in several steps,
+  // the last of them recent, as a leak's does (verdict.h).
+  // Measured above the lowest level: steps are told against how far memory rose, not its size.
+  double lowest = program_anon.front().value, highest = 0;
+  for (const SeriesPoint& point : program_anon) lowest = std::min(lowest, point.value);
+  std::vector<SeriesPoint> risen = program_anon;
+  for (SeriesPoint& point : risen) highest = std::max(highest, point.value -= lowest);
+  Rises rises = rises_of(risen, highest);
+  double span_s = samples.back().time_s - samples.front().time_s;
+  bool grows = rises.steps >= kMinSteps && samples.back().time_s - rises.last_rise_s <= kStallSpan * span_s;
+  if (grows && finding.mann_kendall_z >= kTrendZ && finding.rss_growth_bytes_per_min > 0 &&
       finding.untracked_growth_bytes_per_min >= kMinUntrackedShare * finding.rss_growth_bytes_per_min &&
       finding.untracked_growth_bytes_per_min >= kMinUntrackedBytesPerMin &&
-      finding.untracked_growth_bytes_per_min * (samples.back().time_s - samples.front().time_s) / 60 >= kMinUntrackedBytes) {
+      finding.untracked_growth_bytes_per_min * span_s / 60 >= kMinUntrackedBytes) {
     finding.text = fmt::format(
         "anonymous RSS (less leakscope's own memory) grows {}/min but tracked allocations only {}/min: {}/min is not explained by them "
         "(fragmentation, memory the allocator keeps, or memory leakscope does not see)",

@@ -59,16 +59,18 @@ WindowTrend steepest_window(const std::vector<SeriesPoint>& points, double peak)
   return decided;
 }
 
-// When the floor last rose, and how long its rises take. The floor's final value was (nearly)
-// reached at last_rise_s; the level it left then had been reached at previous_rise_s. A steady
-// leak rose a moment ago; bursts rose one burst period ago at most; a vector that doubles its
-// capacity rose at most one doubling period ago; growth that stopped rose long before anything
-// that pace explains.
-struct Rises {
-  double last_rise_s = 0;
-  double gap_s = 0;
-  int steps = 0;  // rises of the floor by kNearFinal of the peak or more, counted cumulatively
-};
+double clamp01(double value) { return std::clamp(value, 0.0, 1.0); }
+
+// remedy() says how to get more snapshots of a site seen `samples` times over `span_s`: a shorter
+// interval only where they were further apart than the one it names.
+std::string remedy(size_t samples, double span_s) {
+  constexpr double kAdvisedInterval = 0.1;
+  bool sparse = samples < 2 || span_s / static_cast<double>(samples - 1) > kAdvisedInterval * 1.5;
+  return fmt::format("{} snapshot{} over {:.1f} s; run longer{}", samples, samples == 1 ? "" : "s", span_s,
+                     sparse ? " or use --interval 100ms" : "");
+}
+
+}  // namespace
 
 Rises rises_of(const std::vector<SeriesPoint>& points, double peak) {
   std::vector<SeriesPoint> floor = live_floor(points);
@@ -90,19 +92,6 @@ Rises rises_of(const std::vector<SeriesPoint>& points, double peak) {
   }
   return rises;
 }
-
-double clamp01(double value) { return std::clamp(value, 0.0, 1.0); }
-
-// remedy() says how to get more snapshots of a site seen `samples` times over `span_s`: a shorter
-// interval only where they were further apart than the one it names.
-std::string remedy(size_t samples, double span_s) {
-  constexpr double kAdvisedInterval = 0.1;
-  bool sparse = samples < 2 || span_s / static_cast<double>(samples - 1) > kAdvisedInterval * 1.5;
-  return fmt::format("{} snapshot{} over {:.1f} s; run longer{}", samples, samples == 1 ? "" : "s", span_s,
-                     sparse ? " or use --interval 100ms" : "");
-}
-
-}  // namespace
 
 const char* verdict_name(Verdict verdict) {
   switch (verdict) {

@@ -94,6 +94,20 @@ struct SiteJudgement {
 // judge_site() applies the rules above.
 SiteJudgement judge_site(const SiteEvidence& evidence);
 
+// When a series' floor (its live_floor()) last rose, and how long its rises take. The floor's
+// final value was (nearly) reached at last_rise_s; the level it left then had been reached gap_s
+// before. A steady leak rose a moment ago; bursts rose one burst period ago at most; a vector that
+// doubles its capacity rose at most one doubling period ago; growth that stopped rose long before
+// anything that pace explains.
+struct Rises {
+  double last_rise_s = 0;
+  double gap_s = 0;
+  int steps = 0;  // rises of the floor by kNearFinal of the peak or more, counted cumulatively
+};
+
+// rises_of() measures the rises of `points`, whose largest value is `peak`.
+Rises rises_of(const std::vector<SeriesPoint>& points, double peak);
+
 }  // namespace leakscope::report
 
 #endif  // LEAKSCOPE_REPORT_VERDICT_H_

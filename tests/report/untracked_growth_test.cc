@@ -37,6 +37,21 @@ TEST(UntrackedGrowth, GrowthOfAFewMiBInAShortRunIsNotAFinding) {
   EXPECT_EQ(untracked_growth(samples(9 * kMiB, 0)).size(), 1u);  // 4.35 MiB in the same span
 }
 
+// A 20 MiB batch buffer freed and kept by the allocator (glibc serves the next from its heap): RSS
+// rose once, at 10 s, and stayed. A level, not growth, however steep a trend over the run reads it.
+TEST(UntrackedGrowth, MemoryThatRoseOnceAndStayedIsNotAFinding) {
+  std::vector<ProcessSample> series = samples(0, 0);
+  for (ProcessSample& sample : series) {
+    if (sample.time_s >= 10) sample.anon_bytes += static_cast<uint64_t>(20 * kMiB);
+  }
+  EXPECT_TRUE(untracked_growth(series).empty());
+  // Twice, at 10 and 20 s: still no pace to go by.
+  for (ProcessSample& sample : series) {
+    if (sample.time_s >= 20) sample.anon_bytes += static_cast<uint64_t>(20 * kMiB);
+  }
+  EXPECT_TRUE(untracked_growth(series).empty());
+}
+
 TEST(UntrackedGrowth, GrowthOfTrackedAllocationsIsNotAFinding) {
   EXPECT_TRUE(untracked_growth(samples(10 * kMiB, 9 * kMiB)).empty());
 }
