@@ -752,8 +752,8 @@ void read_run_forked(StreamReader& reader, uint32_t at, RunState* state,
     }
   }
   if (state->snapshot_count() == 0) {
-    throw StreamError(path + ": holds no snapshot that can be read (the process ended before its first, or the first "
-                             "is damaged)");
+    throw StreamError(path + ": holds no snapshot that can be read (the process has not written its first yet, ended "
+                             "before it, or the first is damaged)");
   }
   if (at != 0 && state->snapshot_count() < at) {
     throw StreamError(path + ": has " + std::to_string(state->snapshot_count()) + " snapshots; --at " +

@@ -84,6 +84,30 @@ echo "RUN $?"
   EXPECT_NE(read_file(dir + "/run.out").find("serving the metrics on http://127.0.0.1:"), std::string::npos);
 }
 
+// Started before the process it watches, serve waits for the stream: 503 until it is there, then
+// its metrics. A path whose directory does not exist is a mistake, said at once.
+TEST(Prometheus, ServeStartedBeforeTheStreamExistsAnswersOnceItIsWritten) {
+  std::string file = scratch_dir() + "/later.lsc";
+  std::string port = std::to_string(port_base());
+  std::string url = "http://127.0.0.1:" + port + "/metrics";
+  std::string script = "\"" + std::string(LEAKSCOPE_CLI) + "\" serve " + file + " --prometheus 127.0.0.1:" + port +
+                       " & serve=$!; for i in $(seq 1 40); do sleep 0.25; code=$(curl -s -o /dev/null -w '%{http_code}' " +
+                       url + ") && [ \"$code\" != 000 ] && break; done; echo \"BEFORE $code\"; cp " + steady_leak_stream() +
+                       " " + file + "; curl -sf " + url + " | grep -c '^leakscope_live_bytes{'; kill -TERM $serve; wait $serve; "
+                       "echo \"SERVE $?\"";
+  Outcome served = run_program({"bash", "-c", script}, {}, 60);
+  ASSERT_EQ(served.exit_code, 0) << served.err;
+  EXPECT_NE(served.out.find("BEFORE 503\n"), std::string::npos) << served.out << served.err;
+  EXPECT_NE(served.out.find("SERVE 0\n"), std::string::npos) << served.out;
+  EXPECT_EQ(served.out.find("\n0\n"), std::string::npos) << "metrics once written: " << served.out;
+  EXPECT_NE(served.err.find("is not written yet: /metrics answers 503 until it holds a snapshot"), std::string::npos)
+      << served.err;
+
+  Outcome nowhere = leakscope({"serve", "/nonexistent/dir/run.lsc", "--prometheus", "127.0.0.1:" + port});
+  EXPECT_EQ(nowhere.exit_code, 3);
+  EXPECT_NE(nowhere.err.find("no such file, and no directory /nonexistent/dir to find it in"), std::string::npos) << nowhere.err;
+}
+
 TEST(Prometheus, ServeAnswersTheReportsFiguresAndRefusesBadAddressesAndLabels) {
   std::string file = steady_leak_stream();
   int port = port_base();

@@ -37,7 +37,18 @@ int serve_command(const ServeOptions& options) {
       code != kOk) {
     return code;
   }
-  if (access(options.file.c_str(), R_OK) != 0) return fail(kBadInput, fmt::format("{}: cannot read it", options.file));
+  // Started before the process it watches, serve waits for the stream: /metrics answers 503 until
+  // it holds a snapshot.
+  if (access(options.file.c_str(), F_OK) == 0) {
+    if (access(options.file.c_str(), R_OK) != 0) return fail(kBadInput, fmt::format("{}: cannot read it", options.file));
+  } else {
+    size_t slash = options.file.rfind('/');
+    std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : options.file.substr(0, slash);
+    if (access(directory.c_str(), R_OK | X_OK) != 0) {
+      return fail(kBadInput, fmt::format("{}: no such file, and no directory {} to find it in", options.file, directory));
+    }
+    fmt::print(stderr, "leakscope: {} is not written yet: /metrics answers 503 until it holds a snapshot\n", options.file);
+  }
   // The signals that end serve are taken by one thread, which stops the server.
   sigset_t ending;
   sigemptyset(&ending);
