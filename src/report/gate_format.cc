@@ -1,7 +1,5 @@
 #include "report/gate_format.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
 #include "report/frame_roles.h"
@@ -67,23 +65,6 @@ std::string lost_line(const LostGroup& group) {
   return wrap(line, "      ", "  ");
 }
 
-// by_place() sums the lost groups of one place, a frame whose groups are told apart by their
-// callers or verdicts, into one entry each: one bug, one line, as the max-lost line names them.
-std::vector<LostGroup> by_place(const std::vector<LostGroup>& groups) {
-  std::vector<LostGroup> places;
-  for (const LostGroup& group : groups) {
-    auto place = std::find_if(places.begin(), places.end(), [&](const LostGroup& each) { return each.name == group.name; });
-    if (place == places.end()) {
-      places.push_back(group);
-      continue;
-    }
-    place->lost += group.lost;
-    place->left_out_bytes += group.left_out_bytes;
-    if (place->left_out_by.empty()) place->left_out_by = group.left_out_by;
-  }
-  return places;
-}
-
 }  // namespace
 
 std::string gate_text(const RunAnalysis& analysis, const GateResult& result, const std::string& file) {
@@ -100,11 +81,11 @@ std::string gate_text(const RunAnalysis& analysis, const GateResult& result, con
   for (const GatedGroup& group : result.runtime) out += gated_line("not gated, leak", group);
   for (const GatedGroup& group : result.suppressed) out += gated_line("not gated, leak", group);
   if (const std::optional<LeakCheck>& check = analysis.state.leak_check()) {
-    std::vector<LostGroup> places = by_place(result.lost);
+    std::vector<LostGroup> places = lost_places(result.lost);
     out += fmt::format("lost {}: {} in {} place{}\n", leak_check_when(*check), format_exact_bytes(result.lost_bytes.total_bytes()),
                        places.size(), places.size() == 1 ? "" : "s");
     for (const LostGroup& place : places) out += lost_line(place);
-    for (const LostGroup& place : by_place(result.lost_left_out)) out += lost_line(place);
+    for (const LostGroup& place : lost_places(result.lost_left_out)) out += lost_line(place);
     out += unscanned_mappings_note(*check, analysis.live_bytes_by_domain[static_cast<size_t>(Domain::kMmap)]);
     if (check->threads_missed != 0) {
       out += wrap(fmt::format("note: {} thread{} could not be stopped for the leak check: blocks only they point to may count as lost",

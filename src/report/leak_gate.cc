@@ -101,19 +101,13 @@ GateCheck lost_check(const GateResult& result, int64_t limit) {
   if (!result.leak_checked) return {"max-lost", false, "the run was not leak-checked (leak_check=1): no lost bytes to hold"};
   uint64_t total = result.lost_bytes.total_bytes();
   bool within = total <= static_cast<uint64_t>(limit);
-  // Named as places: the groups of one frame told apart only by their callers are summed.
-  std::vector<std::pair<std::string, LostFigures>> places;
-  for (const LostGroup& group : result.lost) {
-    auto place = std::find_if(places.begin(), places.end(), [&](const auto& each) { return each.first == group.name; });
-    if (place == places.end()) place = places.insert(places.end(), {group.name, {}});
-    place->second += group.lost;
-  }
+  std::vector<LostGroup> places = lost_places(result.lost);
   std::stable_sort(places.begin(), places.end(),
-                   [](const auto& a, const auto& b) { return a.second.total_bytes() > b.second.total_bytes(); });
+                   [](const LostGroup& a, const LostGroup& b) { return a.lost.total_bytes() > b.lost.total_bytes(); });
   std::string largest;
   for (size_t i = 0; i < places.size() && i < kLostPlacesNamed; ++i) {
-    largest += fmt::format("{}{} {}", i == 0 ? " (largest: " : "; ", places[i].first,
-                           lost_blocks_text(places[i].second.total_bytes(), places[i].second.total_blocks()));
+    largest += fmt::format("{}{} {}", i == 0 ? " (largest: " : "; ", places[i].name,
+                           lost_blocks_text(places[i].lost.total_bytes(), places[i].lost.total_blocks()));
   }
   if (places.size() > kLostPlacesNamed) largest += fmt::format("; and {} more", places.size() - kLostPlacesNamed);
   if (!largest.empty()) largest += ")";
@@ -249,6 +243,21 @@ Baseline load_baseline(const std::string& path) {
   } catch (const std::exception& error) {
     throw BaselineError(fmt::format("{}: cannot read the baseline: {}", path, error.what()));
   }
+}
+
+std::vector<LostGroup> lost_places(const std::vector<LostGroup>& groups) {
+  std::vector<LostGroup> places;
+  for (const LostGroup& group : groups) {
+    auto place = std::find_if(places.begin(), places.end(), [&](const LostGroup& each) { return each.name == group.name; });
+    if (place == places.end()) {
+      places.push_back(group);
+      continue;
+    }
+    place->lost += group.lost;
+    place->left_out_bytes += group.left_out_bytes;
+    if (place->left_out_by.empty()) place->left_out_by = group.left_out_by;
+  }
+  return places;
 }
 
 bool GateResult::passed() const {

@@ -82,6 +82,10 @@ struct LostGroup {
   std::string left_out_by;
 };
 
+// lost_places() sums the lost groups of one place, a first user frame whose groups are told apart
+// by their callers or verdicts, into one entry each, in the order of `groups`: one bug, one entry.
+std::vector<LostGroup> lost_places(const std::vector<LostGroup>& groups);
+
 // A group the run could not judge (its judgement says why: group_judgement()).
 struct UnjudgedGroup {
   size_t group = 0;  // in RunAnalysis::groups

@@ -193,25 +193,30 @@ bool holds_a_snapshot(const std::string& path) {
   }
 }
 
+// first_named() is the first `count` of `names`, comma-separated, and how many more there are.
+std::string first_named(const std::vector<std::string>& names, size_t count) {
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < count; ++i) text += (i == 0 ? "" : ", ") + names[i];
+  if (names.size() > count) text += fmt::format(" and {} more", names.size() - count);
+  return text;
+}
+
 // say_unmatched_rules() notes the suppression rules that left nothing out of this run's gate: a
 // misspelt one (a file rule without its directories) suppresses nothing, silently otherwise.
 void say_unmatched_rules(const report::Suppressions& suppressions) {
   std::vector<const report::SuppressionRule*> unmatched = suppressions.unmatched();
   if (unmatched.empty()) return;
-  constexpr size_t kNamed = 5;
-  std::string named;
+  std::vector<std::string> names;
   std::string bare_file;  // a file rule's pattern without directories, which no whole path matches
-  for (size_t i = 0; i < unmatched.size(); ++i) {
-    const report::SuppressionRule& rule = *unmatched[i];
-    if (i < kNamed) named += fmt::format("{}{} ({}:{})", i == 0 ? "" : ", ", rule.text, rule.origin, rule.line);
-    if (bare_file.empty() && rule.field == report::SuppressionRule::Field::kFile && !rule.pattern.empty() &&
-        rule.pattern[0] != '/' && rule.pattern[0] != '*') {
-      bare_file = rule.pattern;
+  for (const report::SuppressionRule* rule : unmatched) {
+    names.push_back(fmt::format("{} ({}:{})", rule->text, rule->origin, rule->line));
+    if (bare_file.empty() && rule->field == report::SuppressionRule::Field::kFile && !rule->pattern.empty() &&
+        rule->pattern[0] != '/' && rule->pattern[0] != '*') {
+      bare_file = rule->pattern;
     }
   }
-  if (unmatched.size() > kNamed) named += fmt::format(" and {} more", unmatched.size() - kNamed);
   fmt::print(stderr, "leakscope check: note: {} suppression rule{} left nothing out of this run's gate: {}{}\n", unmatched.size(),
-             unmatched.size() == 1 ? "" : "s", named,
+             unmatched.size() == 1 ? "" : "s", first_named(names, 5),
              bare_file.empty() ? "" : fmt::format(" (a file rule is matched against the whole source path: file:*/{})", bare_file));
 }
 
@@ -223,12 +228,8 @@ std::string run_summary_text(const std::vector<std::pair<std::string, report::Ga
     if (!result.passed()) failed.push_back(file);
   }
   if (failed.empty()) return fmt::format("\nleakscope check: passed in every one of the {} processes gated\n", results.size());
-  constexpr size_t kNamed = 3;
-  std::string named;
-  for (size_t i = 0; i < failed.size() && i < kNamed; ++i) named += (i == 0 ? "" : ", ") + failed[i];
-  if (failed.size() > kNamed) named += fmt::format(" and {} more", failed.size() - kNamed);
   bool started = std::any_of(failed.begin(), failed.end(), [&](const std::string& file) { return file != results.front().first; });
-  return fmt::format("\nleakscope check: FAILED in {} of the {} processes gated: {}{}\n", failed.size(), results.size(), named,
+  return fmt::format("\nleakscope check: FAILED in {} of the {} processes gated: {}{}\n", failed.size(), results.size(), first_named(failed, 3),
                      started ? " (the processes the command started are gated too: --no-follow-fork and --no-follow-exec "
                                "leave them out)"
                              : "");
