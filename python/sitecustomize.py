@@ -1,5 +1,7 @@
 """Put on PYTHONPATH by leakscope's preload in a traced CPython: tells leakscope the name of every
-threading.Thread, then runs the sitecustomize this one stands in front of, if there is one."""
+threading.Thread, then runs the sitecustomize this one stands in front of, if there is one. It
+imports neither the leakscope package nor asyncio: a program that imports neither pays for
+neither (`import leakscope` makes the package follow asyncio's tasks, docs/PYTHON.md)."""
 import os
 import sys
 
@@ -19,9 +21,43 @@ def _run_the_next_sitecustomize():
     spec.loader.exec_module(module)
 
 
-try:
-    import leakscope
+def _name_python_threads():
+    """Every threading.Thread started from now on tells leakscope its name, and so does a thread
+    renamed while it runs; the main thread is named now (MainThread)."""
+    import ctypes
+    import threading
 
-    leakscope._name_python_threads()
+    try:
+        process = ctypes.CDLL(None)
+        if process.leakscope_is_active() != 1:
+            return
+        give_name = process.leakscope_thread_name
+    except (OSError, AttributeError):
+        return
+    give_name.argtypes = [ctypes.c_char_p]
+    if getattr(threading.Thread, "_leakscope_named", False):
+        return
+    bootstrap = threading.Thread._bootstrap_inner
+    name_property = threading.Thread.name
+
+    def _bootstrap_inner(self):
+        give_name(str(self.name).encode())
+        bootstrap(self)
+
+    def _set_name(self, value):
+        name_property.fset(self, value)
+        if self is threading.current_thread():
+            give_name(str(self.name).encode())
+
+    threading.Thread._bootstrap_inner = _bootstrap_inner
+    threading.Thread.name = property(name_property.fget, _set_name, doc=name_property.__doc__)
+    threading.Thread._leakscope_named = True
+    # The interpreter's own thread was started before any of this: named as threading names it.
+    if threading.current_thread() is threading.main_thread():
+        give_name(str(threading.current_thread().name).encode())
+
+
+try:
+    _name_python_threads()
 finally:
     _run_the_next_sitecustomize()

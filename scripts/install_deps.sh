@@ -19,6 +19,7 @@ packages=(
   heaptrack            # benchmark peer
   python3              # a real program in the integration tests; the benchmark runner
   python3-pytest       # integration test: the pytest plugin on a real suite
+  python3-uvloop       # integration test: tasks followed on uvloop's event loop
   clang libclang-rt-14-dev  # the stream reader's libFuzzer target
   libtorch-dev python3-torch  # PyTorch c10 attribution tests on the real library
 )

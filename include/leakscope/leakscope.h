@@ -36,7 +36,8 @@ typedef enum leakscope_domain_t {
  * choosing (0 when there is none). Tasks nest: the innermost one tags every allocation the thread
  * makes until the matching leakscope_task_end(). Reports aggregate by name; at most 64 distinct
  * ids per name are kept apart, later ids count under id 0; at most 4096 distinct names, later new
- * names count under one task.
+ * names count under one task. An empty (or null) name is no task: until its end, the thread's
+ * allocations carry none, whatever tasks are open below it.
  * Returns 0, or -1 when leakscope is not tracking (then leakscope_task_end() is still safe). */
 int leakscope_task_begin(const char* name, uint64_t id);
 

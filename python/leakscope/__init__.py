@@ -1,4 +1,4 @@
-"""leakscope from Python: name the task a thread is working on, take a snapshot now, read live
+"""leakscope from Python: name the task the code is working on, take a snapshot now, read live
 counters. Every call is a no-op (and costs next to nothing) when the process runs without
 leakscope's preload.
 
@@ -7,11 +7,17 @@ leakscope's preload.
     with leakscope.task("request", request_id):
         handle(request)
 
-(PYTEST_DONT_REWRITE: imported before pytest by the preload's sitecustomize, it has no asserts
-for pytest to rewrite.)
+(PYTEST_DONT_REWRITE: it has no asserts for pytest to rewrite.)
 """
+import collections.abc
+import contextvars
 import ctypes
+import functools
+import importlib.machinery
+import os
+import sys
 import threading
+import types
 
 __all__ = ["active", "leak_check", "live_bytes", "snapshot_now", "stream_path", "task", "name_thread"]
 
@@ -49,6 +55,14 @@ def _preload():
     if stream_path is not None:
         stream_path.restype = ctypes.c_char_p
         functions["stream_path"] = stream_path
+    task_id = getattr(process, "leakscope_python_task_id", None)  # absent from older preloads
+    step_task_cell = getattr(process, "leakscope_python_step_task_cell", None)
+    if task_id is not None and step_task_cell is not None:
+        task_id.argtypes = [ctypes.c_char_p, ctypes.c_uint64]
+        task_id.restype = ctypes.c_uint32
+        step_task_cell.restype = ctypes.c_void_p
+        functions["task_id"] = task_id
+        functions["step_task_cell"] = step_task_cell
     leak_check = getattr(process, "leakscope_leak_check", None)  # absent from older preloads
     if leak_check is not None:
         leak_check.restype = ctypes.c_int64
@@ -59,6 +73,8 @@ def _preload():
 
 
 _api = _preload()
+# Whether this preload lets the package follow asyncio's tasks (older ones do not).
+_can_follow = _api is not None and "step_task_cell" in _api
 
 
 def active():
@@ -66,8 +82,16 @@ def active():
     return _api is not None
 
 
-# Each thread's tasks begun and not yet ended, innermost last: to tell when they end out of order.
-_open_tasks = threading.local()
+# The innermost leakscope.task of the running code's context; None: none. An asyncio task runs in
+# a context of its own, so each coroutine has its own innermost task, and a task made inside a
+# `with leakscope.task` block inherits it.
+_context_task = contextvars.ContextVar("leakscope_task", default=None)
+
+# Per thread: `opened`, the tasks begun on the thread's own stack of tasks and not yet ended,
+# innermost last (to tell when they end out of order); `cell`, once the thread has run a followed
+# asyncio step, the preload's cell for the task of the step running on it: the task's id plus 1
+# (1: no task), before any task of the thread's own while set, 0 outside steps.
+_thread = threading.local()
 _out_of_order_said = False
 
 
@@ -76,42 +100,84 @@ def _say_tasks_out_of_order():
     if _out_of_order_said:
         return
     _out_of_order_said = True
-    import sys
-
     sys.stderr.write(
         "leakscope: warning: tasks of one thread ended out of order (coroutines of one event loop, each "
-        "in a leakscope.task across an await?): a task is its thread's, so allocations went to the task "
-        "begun last; put leakscope.task around code without an await (docs/PYTHON.md)\n"
+        "in a leakscope.task across an await, in asyncio tasks made before `import leakscope` or by a "
+        "loop it does not follow?): allocations went to the task begun last (docs/PYTHON.md)\n"
     )
 
 
+def _step_cell():
+    """The calling thread's step-task cell (made on its first step)."""
+    cell = getattr(_thread, "cell", None)
+    if cell is None:
+        address = _api["step_task_cell"]()
+        cell = _thread.cell = ctypes.c_uint32.from_address(address) if address else types.SimpleNamespace(value=0)
+    return cell
+
+
+def _in_step():
+    cell = getattr(_thread, "cell", None)
+    return cell is not None and cell.value != 0
+
+
+def _step_value(innermost):
+    return 1 if innermost is None else innermost._step_value()
+
+
 class task:
-    """Tags every allocation the calling thread makes inside the block with task `name` (and an
-    id of the caller's choosing). Tasks nest; the innermost one wins. A task is the thread's: under
-    asyncio, a block with an await inside lends it to every coroutine the loop runs meanwhile
-    (ending them out of order is said once on stderr). A plain class rather than a generator:
+    """Tags every allocation made inside the block with task `name` (and an id of the caller's
+    choosing). Tasks nest; the innermost one wins. A task belongs to the code's context: to its
+    thread, and under asyncio to its coroutine, so a block with an await inside keeps its task to
+    itself while other coroutines run (docs/PYTHON.md). A plain class rather than a generator:
     entering one makes no reference cycle that would keep memory until a collection."""
 
-    __slots__ = ("_name", "_id", "_begun")
+    __slots__ = ("_name", "_id", "_begun", "_token", "_outer", "_step")
 
     def __init__(self, name, id=0):
         self._name = str(name).encode()
         self._id = int(id) & (2**64 - 1)
-        self._begun = False
+        self._begun = None
+        self._step = None
+
+    def _step_value(self):
+        """What a step's cell holds while this task is its innermost: its id plus 1."""
+        if self._step is None:
+            self._step = _api["task_id"](self._name, self._id) + 1
+        return self._step
 
     def __enter__(self):
-        self._begun = _api is not None and _api["task_begin"](self._name, self._id) == 0
-        if self._begun:
-            opened = getattr(_open_tasks, "tasks", None)
+        if _api is None:
+            return self
+        if _can_follow and _loop_running():
+            _follow_running_loop()
+        self._outer = _context_task.get()
+        self._token = _context_task.set(self)
+        if _in_step():
+            self._begun = "step"
+            _thread.cell.value = self._step_value()
+        elif _api["task_begin"](self._name, self._id) == 0:
+            self._begun = "thread"
+            opened = getattr(_thread, "opened", None)
             if opened is None:
-                opened = _open_tasks.tasks = []
+                opened = _thread.opened = []
             opened.append(self)
         return self
 
     def __exit__(self, *exception):
-        if self._begun:
-            self._begun = False
-            opened = getattr(_open_tasks, "tasks", [])  # [] when it ends on another thread than it began
+        if _api is None:
+            return False
+        try:
+            _context_task.reset(self._token)
+        except ValueError:  # ended in another context than the one it began in
+            _context_task.set(self._outer)
+        begun, self._begun = self._begun, None
+        if begun == "step":
+            # Ended by a coroutine closed outside its steps: its last step took its task away.
+            if _in_step():
+                _thread.cell.value = _step_value(_context_task.get())
+        elif begun == "thread":
+            opened = getattr(_thread, "opened", [])  # [] when it ends on another thread than it began
             if opened and opened[-1] is self:
                 opened.pop()
             else:
@@ -120,6 +186,123 @@ class task:
                 _say_tasks_out_of_order()
             _api["task_end"]()
         return False
+
+
+def _step_begin():
+    """Before a followed coroutine runs a step: its context's innermost task (or no task) becomes
+    the thread's, over anything the thread has; returns the cell's value to restore after it."""
+    cell = _thread.cell if hasattr(_thread, "cell") else _step_cell()
+    outer = cell.value
+    innermost = _context_task.get()
+    cell.value = 1 if innermost is None else innermost._step or innermost._step_value()
+    return outer
+
+
+def _forget_step_cell():
+    _thread.__dict__.pop("cell", None)  # a forked child's thread state is its own
+
+
+class _FollowedCoroutine(collections.abc.Coroutine):
+    """An asyncio task's coroutine, run a step at a time with its own leakscope.task: asyncio runs
+    each step in the task's context, and the step shows that context's task to the preload for as
+    long as it runs. Anything else asked of it is the coroutine's (cr_frame, __qualname__, ...)."""
+
+    __slots__ = ("_coroutine",)
+
+    def __init__(self, coroutine):
+        self._coroutine = coroutine
+
+    def send(self, value):
+        outer = _step_begin()
+        try:
+            return self._coroutine.send(value)
+        finally:
+            _thread.cell.value = outer
+
+    def throw(self, *exception):
+        outer = _step_begin()
+        try:
+            return self._coroutine.throw(*exception)
+        finally:
+            _thread.cell.value = outer
+
+    def close(self):
+        return self._coroutine.close()
+
+    def __await__(self):
+        return self._coroutine.__await__()
+
+    def __getattr__(self, name):
+        return getattr(self._coroutine, name)
+
+    def __repr__(self):
+        return repr(self._coroutine)
+
+
+def _followed(coroutine):
+    return _FollowedCoroutine(coroutine) if type(coroutine) is types.CoroutineType else coroutine
+
+
+def _follow_asyncio_tasks():
+    """Every asyncio task that asyncio's own event loops make from now on is followed."""
+    base_events = sys.modules.get("asyncio.base_events")
+    loop_class = getattr(base_events, "BaseEventLoop", None)
+    if loop_class is None or getattr(loop_class.create_task, "_leakscope_follows", False):
+        return
+    make_task = loop_class.create_task
+
+    @functools.wraps(make_task)
+    def create_task(self, coro, **keywords):
+        return make_task(self, _followed(coro), **keywords)
+
+    create_task._leakscope_follows = True
+    loop_class.create_task = create_task
+
+
+def _loop_running():
+    asyncio_events = sys.modules.get("asyncio.events")
+    return asyncio_events is not None and asyncio_events._get_running_loop() is not None
+
+
+def _follow_running_loop():
+    """Another kind of event loop (uvloop's) that makes this task's code run is followed from now
+    on, through its task factory, before any factory it had."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    if isinstance(loop, asyncio.BaseEventLoop):
+        return
+    previous = loop.get_task_factory()
+    if getattr(previous, "_leakscope_follows", False):
+        return
+
+    def factory(loop, coro, **keywords):
+        if previous is not None:
+            return previous(loop, _followed(coro), **keywords)
+        return asyncio.Task(_followed(coro), loop=loop, **keywords)
+
+    factory._leakscope_follows = True
+    loop.set_task_factory(factory)
+
+
+class _AfterAsyncioImport:
+    """Follows asyncio's tasks as soon as asyncio is imported, when that comes after leakscope."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "asyncio.base_events":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None:
+            return spec
+        execute = spec.loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            _follow_asyncio_tasks()
+
+        spec.loader.exec_module = exec_module
+        return spec
 
 
 def snapshot_now():
@@ -164,35 +347,19 @@ def name_thread(name=None):
     return _api["thread_name"](str(name).encode()) == 0
 
 
-def _name_python_threads():
-    """Every threading.Thread started from now on tells leakscope its name, and so does a thread
-    renamed while it runs; the main thread is named now (MainThread)."""
-    if _api is None or getattr(threading.Thread, "_leakscope_named", False):
-        return
-    bootstrap = threading.Thread._bootstrap_inner
-    name_property = threading.Thread.name
-
-    def _bootstrap_inner(self):
-        name_thread(self.name)
-        bootstrap(self)
-
-    def _set_name(self, value):
-        name_property.fset(self, value)
-        if self is threading.current_thread():
-            name_thread(self.name)
-
-    threading.Thread._bootstrap_inner = _bootstrap_inner
-    threading.Thread.name = property(name_property.fget, _set_name, doc=name_property.__doc__)
-    threading.Thread._leakscope_named = True
-    # The interpreter's own thread was started before any of this: named as threading names it.
-    if threading.current_thread() is threading.main_thread():
-        name_thread()
+if _can_follow:
+    os.register_at_fork(after_in_child=_forget_step_cell)
+    if "asyncio.base_events" in sys.modules:
+        _follow_asyncio_tasks()
+        if _loop_running():  # imported by code the loop runs (a server importing its app)
+            _follow_running_loop()
+    else:
+        sys.meta_path.insert(0, _AfterAsyncioImport())
 
 
 # `pytest -p leakscope` loads this package as a pytest plugin. Its hooks live in pytest_plugin.py
 # and are looked up here only when asked for (pytest lists a plugin's names with dir()): a plain
-# `import leakscope`, which the preload's sitecustomize makes before pytest is imported, never
-# imports pytest.
+# `import leakscope` never imports pytest.
 _PYTEST_HOOKS = ("pytest_addoption", "pytest_configure", "pytest_pyfunc_call")
 
 

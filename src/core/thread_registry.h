@@ -50,6 +50,9 @@ struct ThreadState {
   // The task an annotation library's innermost range on this thread names (NVTX push/pop,
   // accelerator.h); the explicit tasks above come first.
   TaskId annotated_task;
+  // The task of the asyncio step running on this thread, plus 1; 0 outside one. The Python
+  // package writes it (python_package_api.cc) and it comes before every other task while set.
+  uint32_t step_task;
   TripleCacheSlot triple_cache[kTripleCacheSlots];
   // The block this thread's last recorder_alloc() recorded (recorder_last_alloc()); kept here, not
   // in a thread-local, as the leak check scans threads' static TLS for pointers to blocks.
@@ -91,9 +94,10 @@ bool thread_registry_init();
 // signal-safe on a thread's first call.
 ThreadState* thread_current();
 
-// thread_current_task() is the innermost explicit task of `state`, else its annotated task, else
-// TaskId::kNone.
+// thread_current_task() is the task of the asyncio step `state`'s thread runs, else its innermost
+// explicit task, else its annotated task, else TaskId::kNone.
 inline TaskId thread_current_task(const ThreadState* state) {
+  if (state->step_task != 0) return static_cast<TaskId>(state->step_task - 1);
   int depth = state->task_depth;
   if (depth <= 0) return state->annotated_task;
   return state->tasks[(depth <= kMaxTaskDepth ? depth : kMaxTaskDepth) - 1];

@@ -1,0 +1,56 @@
+// Where a run is judged: the teardown mark, or the start of a shutdown that freed up to it.
+#include "report/snapshot_choice.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace leakscope::report {
+namespace {
+
+using internal::SnapshotReason;
+
+// run() is a stream's snapshots, 100 ms apart, holding `blocks` tracked heap blocks each, with
+// the reasons given (periodic where none is), and a teardown mark after them holding `at_mark`.
+std::vector<SnapshotMark> run(const std::vector<uint64_t>& blocks, uint64_t at_mark,
+                              const std::vector<SnapshotReason>& reasons = {}) {
+  std::vector<SnapshotMark> marks;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    SnapshotReason reason = i < reasons.size() ? reasons[i] : SnapshotReason::kPeriodic;
+    marks.push_back(SnapshotMark{reason, 0, false, (i + 1) * 100'000'000ull, blocks[i]});
+  }
+  marks.push_back(SnapshotMark{SnapshotReason::kTeardown, 0, false, (blocks.size() + 1) * 100'000'000ull, at_mark});
+  marks.push_back(SnapshotMark{SnapshotReason::kExit, 0, true, (blocks.size() + 2) * 100'000'000ull, 1000});
+  return marks;
+}
+
+uint32_t shutdown_of(const std::vector<SnapshotMark>& marks) {
+  return choose_snapshot(SnapshotChoice{}, marks, "run.lsc").shutdown;
+}
+
+TEST(ShutdownChoice, AFallIntoTheMarkIsAShutdownFromWhereItBegan) {
+  EXPECT_EQ(shutdown_of(run({100'000, 120'000, 150'000, 140'000, 130'000}, 110'000)), 3u);
+  EXPECT_EQ(shutdown_of(run({100'000, 120'000, 150'000, 150'000}, 150'000)), 0u) << "nothing fell";
+  EXPECT_EQ(shutdown_of(run({100'000, 120'000, 150'000}, 149'900)), 0u) << "too little fell to be a shutdown";
+}
+
+// An atexit handler cleared 3 000 records, a periodic snapshot fell in before the interpreter
+// finalized, and the mark holds a few blocks more than it: the shutdown began before the clear.
+// Before, the strict fall stopped at the mark and the run was judged with the records gone.
+TEST(ShutdownChoice, APeriodicSnapshotBetweenTheFallAndTheMarkIsPassedOver) {
+  EXPECT_EQ(shutdown_of(run({100'000, 110'000, 113'000, 110'000}, 110'040)), 3u);
+  EXPECT_EQ(shutdown_of(run({100'000, 120'000, 118'000, 118'100, 110'000}, 105'000)), 2u) << "an uptick while draining";
+}
+
+// What a test's fixture freed before the harness's own snapshot after its last test, and what a
+// program freed and then ran on for a while, are not a shutdown.
+TEST(ShutdownChoice, AFallBeforeAnAskedForSnapshotOrALongFlatStretchIsNot) {
+  EXPECT_EQ(shutdown_of(run({100'000, 110'000, 90'000}, 90'010,
+                            {SnapshotReason::kPeriodic, SnapshotReason::kPeriodic, SnapshotReason::kOnDemand})),
+            0u);
+  EXPECT_EQ(shutdown_of(run({100'000, 110'000, 90'000, 90'000, 90'010}, 90'010)), 0u);
+  EXPECT_EQ(shutdown_of(run({100'000, 110'000, 90'000}, 100'000)), 0u) << "more than a pause's few blocks";
+}
+
+}  // namespace
+}  // namespace leakscope::report
