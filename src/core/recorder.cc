@@ -131,7 +131,7 @@ TripleEntry* current_triple(Domain domain, ThreadState* thread, size_t size, Dri
 void count_freed(const AllocRecord& record, Epoch now) {
   TripleEntry* triple = triple_get_mutable(record.triple);
   if (triple == nullptr) return;
-  SampleWeight weight = sample_weight(record.size);
+  SampleWeight weight = sample_weight(record.size, record.pointer);
   triple_record_free(triple, weight.bytes, weight.blocks, record.birth, now);
 }
 
@@ -220,7 +220,7 @@ void recorder_alloc(Domain domain, void* pointer, size_t size) {
   if (thread == nullptr || (sampler_enabled() && !sampler_take(thread, size))) return;
   TripleEntry* triple = current_triple(domain, thread, size);
   if (triple == nullptr) return;
-  SampleWeight weight = sample_weight(size);
+  SampleWeight weight = sample_weight(size, reinterpret_cast<uintptr_t>(pointer));
   triple_record_alloc(triple, weight.bytes, weight.blocks);
   put_record(AllocRecord{reinterpret_cast<uintptr_t>(pointer), size, static_cast<TripleId>(triple->id), epoch_current()});
   thread->last_alloc = reinterpret_cast<uintptr_t>(pointer);

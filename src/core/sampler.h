@@ -58,9 +58,11 @@ struct SampleWeight {
   uint64_t blocks;
 };
 
-// sample_weight() is what a recorded block of `size` bytes stands for: {size, 1} in exact mode,
-// {size / p, 1 / p} rounded when sampling. A pure function of size, so alloc and free agree.
-SampleWeight sample_weight(uint64_t size);
+// sample_weight() is what a recorded block of `size` bytes at `pointer` stands for: {size, 1} in
+// exact mode, {size / p, 1 / p} when sampling, the bytes rounded and the blocks counted whole,
+// the fraction as one more with its probability drawn from `pointer`. A pure function of size and
+// address, so alloc and free agree.
+SampleWeight sample_weight(uint64_t size, uintptr_t pointer);
 
 // The counting filter of recorded heap blocks (sampled mode only). Every free in sampled mode
 // reads one counter, so the filter must stay in cache: 128 KiB of one-byte counters. Recorded

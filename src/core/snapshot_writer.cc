@@ -214,7 +214,7 @@ void scan_heap(const AllocRecord* records, uint32_t count, void* data) {
     const AllocRecord& record = records[i];
     uint64_t key = birth_key(record.triple, record.birth);
     if (raw(record.triple) >= scan->triples_end || raw(record.birth) > scan->closed || !recompute_cell(key)) continue;
-    SampleWeight weight = sample_weight(record.size);
+    SampleWeight weight = sample_weight(record.size, record.pointer);
     if (!g_writer.births.add(key, static_cast<int64_t>(weight.bytes), static_cast<int64_t>(weight.blocks))) {
       g_writer.births_incomplete = true;
     }

@@ -396,7 +396,7 @@ std::unique_ptr<RunAnalysis> analyze_run(const std::string& path, const Analysis
 std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOptions& options) {
   auto analysis = std::make_unique<RunAnalysis>();
   std::vector<SnapshotMark> marks = reader.skim_snapshots();
-  analysis->at = choose_snapshot(options.at, marks, reader.path());
+  analysis->at = choose_snapshot(options.at, marks, reader.path(), sample_interval_of(reader.path()));
   uint32_t judged = analysis->at.index;
   analysis->state.keep_leak_checks_until(judged);
   analysis->series = std::make_unique<LiveSeries>();
@@ -577,6 +577,20 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   if (!analysis->residency.empty()) analysis->residency.back().tracked_bytes = analysis->live_bytes_by_domain;
   analysis->findings = untracked_growth(analysis->residency);
   return analysis;
+}
+
+double recorded_blocks(const RunAnalysis& analysis, const GroupReport& group) {
+  uint64_t interval = analysis.state.process().sample_interval;
+  if (interval == 0) return 0;
+  double recorded = 0;
+  for (uint32_t part : group.parts) {
+    const SiteReport& site = analysis.sites[part];
+    if (analysis.domain_of(site) != Domain::kHeap) continue;
+    const CapturedSite& captured = analysis.capture_of(site);
+    recorded += std::min(static_cast<double>(captured.live_blocks),
+                         static_cast<double>(captured.live_bytes) / static_cast<double>(interval));
+  }
+  return recorded;
 }
 
 std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupReport& group) {

@@ -194,6 +194,13 @@ SiteDetail site_detail(const RunAnalysis& analysis, size_t index);
 SiteJudgement site_judgement(const RunAnalysis& analysis, size_t index);
 SiteJudgement group_judgement(const RunAnalysis& analysis, size_t index);
 
+// recorded_blocks() is, in a sampled run, about how many recorded allocations a group's heap
+// figures rest on: per site, its live blocks where they are larger than the interval R (each is
+// recorded whole), else its live bytes over R (each recorded block stands for about R bytes).
+// The figures' relative standard error is about one over its square root. 0 in exact mode and
+// for a group with no heap sites (the other domains are recorded whole).
+double recorded_blocks(const RunAnalysis& analysis, const GroupReport& group);
+
 // group_series() is a group's live bytes over time: the sum of its sites' series (as judged).
 std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupReport& group);
 

@@ -90,10 +90,14 @@ std::string runtime_text(const GroupReport& group) {
   return fmt::format("runtime: {}, not the program's (leakscope check leaves it out)", group.runtime);
 }
 
-std::string blocks_text(const GroupReport& group) {
+std::string blocks_text(const RunAnalysis& analysis, const GroupReport& group) {
   std::string text = fmt::format("{} in {} block{}", format_bytes(group.live_bytes), group.live_blocks,
                                  group.live_blocks == 1 ? "" : "s");
   if (group.parts.size() > 1) text += fmt::format(" of {} sites", group.parts.size());
+  // A sampled estimate resting on a handful of recorded blocks is a guess: say how good.
+  if (double recorded = recorded_blocks(analysis, group); recorded > 0) {
+    text += fmt::format(" (±{:.0f}%: about {:.0f} recorded)", std::min(100.0, 100.0 / std::sqrt(recorded)), std::max(1.0, recorded));
+  }
   return text;
 }
 
@@ -264,6 +268,11 @@ void group_item(const RunAnalysis& analysis, size_t index, JsonItems& items) {
   entry["cut_at_depth"] = group.cut_at_depth;
   entry["live_bytes"] = group.live_bytes;
   entry["live_blocks"] = group.live_blocks;
+  // Sampled runs: about how many recorded allocations the heap figures rest on, and their
+  // relative standard error; null in exact mode.
+  double recorded = recorded_blocks(analysis, group);
+  entry["recorded_blocks"] = recorded > 0 ? nlohmann::json(std::round(recorded)) : nlohmann::json();
+  entry["relative_error"] = recorded > 0 ? nlohmann::json(std::min(1.0, 1.0 / std::sqrt(recorded))) : nlohmann::json();
   entry["allocations"] = group.allocations;
   entry["temporary_allocations"] = group.temporary_allocations;
   entry["freed_at_exit_bytes"] = group.freed_at_exit_bytes;
@@ -495,7 +504,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     const GroupReport& group = analysis.groups[g];
     SiteJudgement j = group_judgement(analysis, g);
     out += "\n" + wrap(fmt::format("#{} leak, confidence {:.2f} · {} {} · {} · leak entropy {:.2f}{}", ++rank, j.confidence,
-                                   domains_text(analysis, group), blocks_text(group), rate(j.growth_bytes_per_min),
+                                   domains_text(analysis, group), blocks_text(analysis, group), rate(j.growth_bytes_per_min),
                                    j.leak_entropy, lost_suffix(group)),
                        "   ", "");
     if (group.has_user_frame) out += fmt::format("   in {}\n", frame_text(*group.user_frame, kWidth - 6));
@@ -550,7 +559,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
       // "bounded" only misleads.
       bool bounded = group.verdict == Verdict::kCache || group.verdict == Verdict::kStartup;
       std::string growth = bounded ? "" : " · " + rate(judgement.growth_bytes_per_min);
-      out += wrap(fmt::format("{} {} · leak entropy {:.2f}{}{}{}", domains_text(analysis, group), blocks_text(group),
+      out += wrap(fmt::format("{} {} · leak entropy {:.2f}{}{}{}", domains_text(analysis, group), blocks_text(analysis, group),
                               judgement.leak_entropy, growth,
                               freed_at_exit_text(analysis, group.freed_at_exit_bytes, group.live_bytes), lost_suffix(group)),
                   "      ", "  ");

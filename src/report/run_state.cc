@@ -765,6 +765,19 @@ void read_run(StreamReader& reader, uint32_t at, RunState* state, const std::fun
   read_run_forked(reader, at, state, on_snapshot, 0);
 }
 
+uint64_t sample_interval_of(const std::string& path) {
+  try {
+    StreamReader reader(path);
+    Frame frame;
+    if (!reader.next(&frame) || frame.type != FrameType::kProcess) return 0;
+    RunState state;
+    state.apply(frame, reader);
+    return state.process().sample_interval;
+  } catch (const StreamError&) {
+    return 0;
+  }
+}
+
 RunState load_run(const std::string& path, uint32_t at) {
   RunState state;
   read_run(path, at, &state, [](const RunState&) {});

@@ -515,6 +515,10 @@ void read_run(const std::string& path, uint32_t at, RunState* state,
 void read_run(StreamReader& reader, uint32_t at, RunState* state,
               const std::function<void(const RunState&)>& on_snapshot);
 
+// sample_interval_of() is the sample option of the stream at `path` (its process frame): 0 for
+// exact mode, or when the stream cannot be read (reading it says why).
+uint64_t sample_interval_of(const std::string& path);
+
 // load_run() is read_run() into a fresh state.
 RunState load_run(const std::string& path, uint32_t at = 0);
 

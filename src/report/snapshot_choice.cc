@@ -33,13 +33,15 @@ namespace {
 // log line written while draining, the interpreter's first steps of finalizing after an atexit
 // handler cleared a cache and a snapshot fell in between). A snapshot the program asked for is
 // never passed over: a test harness takes one after its last test, so that what a test's fixture
-// freed before it is not read as a shutdown.
-uint32_t shutdown_start(const std::vector<SnapshotMark>& marks, uint32_t teardown) {
+// freed before it is not read as a shutdown. In sampled mode the table holds one block per
+// recorded allocation, a few hundred, whose count moves by its square root from snapshot to
+// snapshot with no shutdown at all: the fall must be four times that too.
+uint32_t shutdown_start(const std::vector<SnapshotMark>& marks, uint32_t teardown, bool sampled) {
   constexpr uint64_t kLeastShutdownBlocks = 1024;
   auto blocks = [&marks](uint32_t snapshot) { return marks[snapshot - 1].tracked_blocks; };
   auto small_rise = [&](uint32_t from) {
     const SnapshotMark& earlier = marks[from - 2];
-    uint64_t slack = std::max<uint64_t>(256, earlier.tracked_blocks / 32);
+    uint64_t slack = std::max<uint64_t>(64, earlier.tracked_blocks / 32);
     return earlier.reason == SnapshotReason::kPeriodic && blocks(from) <= earlier.tracked_blocks + slack;
   };
   uint32_t start = teardown;
@@ -54,16 +56,21 @@ uint32_t shutdown_start(const std::vector<SnapshotMark>& marks, uint32_t teardow
       break;
     }
   }
+  // The shutdown began where the blocks were most: a pause walked over last may have risen to it.
+  for (uint32_t later = start + 1; later < teardown; ++later) {
+    if (blocks(later) > blocks(start)) start = later;
+  }
   if (blocks(start) <= blocks(teardown)) return teardown;
   uint64_t fell = blocks(start) - blocks(teardown);
   bool shut_down = fell * 8 >= blocks(start) || fell >= kLeastShutdownBlocks;
+  if (sampled) shut_down = shut_down && fell * fell >= 16 * blocks(start);
   return shut_down ? start : teardown;
 }
 
 }  // namespace
 
 ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<SnapshotMark>& marks,
-                               const std::string& path) {
+                               const std::string& path, uint64_t sample_interval) {
   ChosenSnapshot chosen;
   chosen.count = static_cast<uint32_t>(marks.size());
   for (size_t i = 0; i < marks.size(); ++i) {
@@ -96,7 +103,7 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
         // where the freeing began, or from a snapshot since where they held more. One that had
         // stopped freeing (a test's fixture let go of its buffers, then the run went on) is judged
         // at the mark.
-        uint32_t shutdown = shutdown_start(marks, chosen.teardown);
+        uint32_t shutdown = shutdown_start(marks, chosen.teardown, sample_interval != 0);
         const char* mark = chosen.main_returned ? "main returned" : "teardown begins: exit() or the interpreter's finalization";
         if (shutdown < chosen.teardown) {
           chosen.shutdown = shutdown;

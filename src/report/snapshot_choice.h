@@ -56,10 +56,11 @@ struct ChosenSnapshot {
   SnapshotMark last{};    // the stream's last snapshot, for "ended by"
 };
 
-// choose_snapshot() resolves `choice` against the snapshots `marks` lists (skim_snapshots()).
-// Throws SnapshotChoiceError naming `path` when --at N is beyond the stream.
+// choose_snapshot() resolves `choice` against the snapshots `marks` lists (skim_snapshots()) of
+// the stream at `path`, recorded with sample option `sample_interval` (0: exact mode). Throws
+// SnapshotChoiceError naming `path` when --at N is beyond the stream.
 ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<SnapshotMark>& marks,
-                               const std::string& path);
+                               const std::string& path, uint64_t sample_interval = 0);
 
 // ended_by() says how the stream ended: "exit", "signal N", "_exit", "exec", or "running or
 // killed" when its last snapshot is not a final one (JSON `ended_by`).

@@ -52,5 +52,15 @@ TEST(ShutdownChoice, AFallBeforeAnAskedForSnapshotOrALongFlatStretchIsNot) {
   EXPECT_EQ(shutdown_of(run({100'000, 110'000, 90'000}, 100'000)), 0u) << "more than a pause's few blocks";
 }
 
+// In sampled mode the table holds a few dozen recorded blocks, whose count wanders by its square
+// root: a fall of 11 from 60 is that, not a shutdown; a fall of 200 from 400 is one.
+TEST(ShutdownChoice, ASampledRunsFallMustStandOutOfItsNoise) {
+  constexpr uint64_t kSampled = 512 * 1024;
+  std::vector<SnapshotMark> wander = run({50, 56, 60, 56}, 49);
+  EXPECT_EQ(shutdown_of(wander), 3u) << "exact mode: a small program's shutdown";
+  EXPECT_EQ(choose_snapshot(SnapshotChoice{}, wander, "run.lsc", kSampled).shutdown, 0u);
+  EXPECT_EQ(choose_snapshot(SnapshotChoice{}, run({380, 400, 300}, 200), "run.lsc", kSampled).shutdown, 2u);
+}
+
 }  // namespace
 }  // namespace leakscope::report

@@ -16,6 +16,7 @@
 #include "report/gate_format.h"
 #include "report/leak_gate.h"
 #include "report/suppressions.h"
+#include "report/units.h"
 
 namespace leakscope::cli {
 namespace {
@@ -235,6 +236,19 @@ std::string run_summary_text(const std::vector<std::pair<std::string, report::Ga
                              : "");
 }
 
+// say_sampled() notes that a sampled run's gate compares estimates: a leak smaller than a few
+// sampling intervals may have no recorded allocation at all, so a limit under four of them says
+// nothing when it passes.
+void say_sampled(const std::string& file, uint64_t interval, const report::GateLimits& limits) {
+  int64_t resolution = static_cast<int64_t>(4 * interval);
+  bool below = limits.max_leaked_bytes && *limits.max_leaked_bytes < resolution;
+  fmt::print(stderr, "leakscope check: {}: note: a sampled run (one allocation recorded per {} on average): its figures are "
+                     "estimates, and a leak of less than a few times that may have no recorded allocation{}; gate CI on an "
+                     "exact run\n",
+             file, report::format_bytes(static_cast<int64_t>(interval)),
+             below ? fmt::format(", so limits under {} pass without telling", report::format_bytes(resolution)) : "");
+}
+
 }  // namespace
 
 int run_check(const PreparedCheck& prepared, const std::vector<std::string>& files, bool of_a_run) {
@@ -273,6 +287,9 @@ int run_check(const PreparedCheck& prepared, const std::vector<std::string>& fil
         fmt::print(stderr, "leakscope check: {}: note: the baseline {} is of {}, this run of {}: leaks are matched by function, so "
                            "another program's baseline makes each leak new or each known one vanish\n",
                    file, gate.baseline->path, gate.baseline->program, program);
+      }
+      if (uint64_t interval = analysis->state.process().sample_interval; interval != 0) {
+        say_sampled(file, interval, prepared.limits);
       }
       results.emplace_back(file, report::evaluate_gate(*analysis, gate));
       if (files.size() > 1 && file != files.front()) std::fputs("\n", stdout);

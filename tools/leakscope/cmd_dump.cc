@@ -37,7 +37,8 @@ int dump_command(const DumpOptions& options) {
   }
   try {
     report::StreamReader reader(options.file);
-    report::ChosenSnapshot at = report::choose_snapshot(choice, reader.skim_snapshots(), options.file);
+    report::ChosenSnapshot at = report::choose_snapshot(choice, reader.skim_snapshots(), options.file,
+                                                             report::sample_interval_of(options.file));
     report::RunState state;
     report::JudgedCapture capture(at);
     report::read_run(reader, at.index, &state, [&capture](const report::RunState& read) { capture.observe(read); });
