@@ -121,6 +121,10 @@ LS_NOINLINE StackId captured_stack(ThreadState* thread, size_t size, DriverFrame
 // alternate signal stack too small for an unwind the stack is the one kSmallSignalStackFrame.
 TripleEntry* current_triple(Domain domain, ThreadState* thread, size_t size, DriverFrames driver_frames = nullptr) {
   if (thread == nullptr) return nullptr;
+  if (LS_UNLIKELY(thread->stack_marker != 0)) {
+    uintptr_t marker = thread->stack_marker;
+    return triple_for(thread, domain, depot_intern(&marker, 1));
+  }
   if (LS_UNLIKELY(!stack_capture_has_room(thread))) {
     uintptr_t marker = kSmallSignalStackFrame;
     return triple_for(thread, domain, depot_intern(&marker, 1));

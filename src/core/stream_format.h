@@ -124,6 +124,11 @@ constexpr uint64_t kOverBudgetFrame = 2;
 // own after the program let go of them, to hand out again (CPython's tuples, docs/PYTHON.md).
 constexpr uint64_t kFreeListFrame = 6;
 
+// A stack that holds only this frame stands for the arenas CPython's small-object allocator maps,
+// in a run that does not record the objects carved from them one by one (sampled mode,
+// python_malloc=0, an allocator the user chose; docs/PYTHON.md).
+constexpr uint64_t kPythonArenaFrame = 7;
+
 // A stack of an allocation made during start-up is cut (the startup_depth option, docs/RUNTIME.md):
 // its innermost frames, then one of these markers saying what was starting, then the code that
 // started it when it is known (the Python code that imports, the caller of dlopen).

@@ -53,6 +53,10 @@ struct ThreadState {
   // The task of the asyncio step running on this thread, plus 1; 0 outside one. The Python
   // package writes it (python_package_api.cc) and it comes before every other task while set.
   uint32_t step_task;
+  // While nonzero, what this thread allocates is recorded at the stack of this one marker frame
+  // (stream_format.h) instead of its own: a runtime's allocator at work for itself
+  // (python_arena_hooks_install()).
+  uintptr_t stack_marker;
   TripleCacheSlot triple_cache[kTripleCacheSlots];
   // The block this thread's last recorder_alloc() recorded (recorder_last_alloc()); kept here, not
   // in a thread-local, as the leak check scans threads' static TLS for pointers to blocks.

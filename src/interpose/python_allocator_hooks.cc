@@ -4,6 +4,8 @@
 #include <stddef.h>
 
 #include "core/stack_capture.h"
+#include "core/stream_format.h"
+#include "core/thread_registry.h"
 #include "interpose/recorded_calls.h"
 
 namespace leakscope::internal {
@@ -56,7 +58,47 @@ void recorded_free(void* context, void* pointer) {
   free_recorded(pointer, [&] { wrapped->free(wrapped->ctx, pointer); });
 }
 
+// CPython's PyObjectArenaAllocator, unchanged since 3.4.
+struct PyArenaAllocator {
+  void* ctx;
+  void* (*alloc)(void* ctx, size_t size);
+  void (*free)(void* ctx, void* pointer, size_t size);
+};
+
+using GetArenaAllocator = void (*)(PyArenaAllocator* allocator);
+using SetArenaAllocator = void (*)(PyArenaAllocator* allocator);
+
+PyArenaAllocator g_wrapped_arenas;
+
+// marked_arena_alloc() maps an arena as the interpreter's allocator does, its mapping recorded at
+// the arenas' marker stack rather than at whatever Python line needed a new one.
+void* marked_arena_alloc(void* context, size_t size) {
+  const auto* wrapped = static_cast<const PyArenaAllocator*>(context);
+  ThreadState* thread = thread_current();
+  if (thread == nullptr) return wrapped->alloc(wrapped->ctx, size);
+  uintptr_t outer = thread->stack_marker;
+  thread->stack_marker = kPythonArenaFrame;
+  void* arena = wrapped->alloc(wrapped->ctx, size);
+  thread->stack_marker = outer;
+  return arena;
+}
+
+void wrapped_arena_free(void* context, void* pointer, size_t size) {
+  const auto* wrapped = static_cast<const PyArenaAllocator*>(context);
+  wrapped->free(wrapped->ctx, pointer, size);
+}
+
 }  // namespace
+
+bool python_arena_hooks_install(void* scope) {
+  auto get = reinterpret_cast<GetArenaAllocator>(dlsym(scope, "PyObject_GetArenaAllocator"));
+  auto set = reinterpret_cast<SetArenaAllocator>(dlsym(scope, "PyObject_SetArenaAllocator"));
+  if (get == nullptr || set == nullptr) return false;
+  get(&g_wrapped_arenas);
+  PyArenaAllocator wrapper{&g_wrapped_arenas, marked_arena_alloc, wrapped_arena_free};
+  set(&wrapper);
+  return true;
+}
 
 bool python_allocator_hooks_install(void* scope) {
   auto get = reinterpret_cast<GetAllocator>(dlsym(scope, "PyMem_GetAllocator"));

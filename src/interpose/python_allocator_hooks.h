@@ -16,6 +16,14 @@ namespace leakscope::internal {
 // never saw made, which is harmless, but would miss what was made before.
 bool python_allocator_hooks_install(void* scope);
 
+// python_arena_hooks_install() wraps the arena allocator of the interpreter found in `scope`, for a
+// run whose objects of 512 bytes or less are not recorded one by one (sampled mode,
+// python_malloc=0, an allocator the user chose): each arena it maps is then recorded at one marker
+// stack, `[the interpreter's arenas for small objects]`, instead of at whatever Python line
+// happened to need a new one, which named a temporary's line for a leak's growth. False when the
+// interpreter has no PyObject_SetArenaAllocator.
+bool python_arena_hooks_install(void* scope);
+
 }  // namespace leakscope::internal
 
 #endif  // LEAKSCOPE_INTERPOSE_PYTHON_ALLOCATOR_HOOKS_H_

@@ -132,6 +132,7 @@ void record_small_objects(void* scope, int minor) {
     // keep tuples.
     if (strncmp(chosen, "malloc", 6) == 0 && minor >= 10 && minor <= 13) python_free_lists_watch(scope);
     if (strncmp(chosen, "malloc", 6) != 0) {
+      python_arena_hooks_install(scope);
       char line[256];
       snprintf(line, sizeof(line),
                "PYTHONMALLOC=%.40s: Python objects of 512 bytes or less are not recorded one by one, only the arenas "
@@ -142,6 +143,7 @@ void record_small_objects(void* scope, int minor) {
     return;
   }
   if (dev_mode_asked()) {
+    python_arena_hooks_install(scope);
     runtime_note("Python's development mode puts its debug allocator in place: objects of 512 bytes or less are not "
                  "recorded one by one, only the arenas they are carved from (PYTHONMALLOC=malloc records them, "
                  "without the debug checks)");
@@ -169,8 +171,13 @@ bool attach_in(void* scope, bool at_start) {
              minor);
     runtime_note(line);
   }
-  // Sampled mode, which is for production, leaves pymalloc unrecorded (docs/PYTHON.md).
-  if (at_start && options.python_malloc && options.sample == 0) record_small_objects(scope, minor);
+  // Sampled mode, which is for production, leaves pymalloc unrecorded (docs/PYTHON.md): its arenas
+  // are recorded instead, at their own marker.
+  if (at_start && options.python_malloc && options.sample == 0) {
+    record_small_objects(scope, minor);
+  } else if (at_start) {
+    python_arena_hooks_install(scope);
+  }
   char directory[4096];
   if (at_start && options.python_threads && python_directory(directory, sizeof(directory))) put_on_python_path(directory);
   return true;

@@ -80,6 +80,15 @@ std::vector<size_t> section(const RunAnalysis& analysis, Verdict verdict, const 
 }
 
 // runtime_text() says that a group is the runtime's own residue, which `check` never gates.
+// arenas_text() explains the group of CPython's arenas (docs/PYTHON.md): what fills them was not
+// recorded one by one in this run; empty for any other group.
+std::string arenas_text(const RunAnalysis& analysis, const GroupReport& group) {
+  if (!analysis.state.is_marker_stack(analysis.stack_of(analysis.sites[group.parts[0]]), internal::kPythonArenaFrame)) return "";
+  return "the Python objects of 512 bytes or less carved from these arenas are not recorded one by one in this run "
+         "(sampled mode, python_malloc=0, or PYTHONMALLOC): their growth shows here, not at the lines that make them, "
+         "which an exact run names";
+}
+
 std::string runtime_text(const GroupReport& group) {
   if (group.runtime == kCachingAllocatorReserve) return reserve_text(group.live_bytes, group.inner_bytes);
   if (group.runtime == kGoRuntimeMappings) {
@@ -510,6 +519,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     if (group.has_user_frame) out += fmt::format("   in {}\n", frame_text(*group.user_frame, kWidth - 6));
     if (group.caller_frame != nullptr) out += fmt::format("   called from {}\n", frame_text(*group.caller_frame, kWidth - 15));
     if (group.runtime != nullptr) out += wrap(runtime_text(group), "   ");
+    if (std::string arenas = arenas_text(analysis, group); !arenas.empty()) out += wrap(arenas, "   ");
     if (group.cut_at_depth) out += wrap(cut_at_depth_text(analysis), "   ");
     out += wrap(fmt::format("first seen {:.1f} s · {}", group.first_seen_s, j.reason), "   ");
     out += wrap(counts_text(analysis, group), "   ");
@@ -566,6 +576,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
       if (group.has_user_frame) out += fmt::format("      in {}\n", frame_text(*group.user_frame, kWidth - 9));
       if (group.caller_frame != nullptr) out += fmt::format("      called from {}\n", frame_text(*group.caller_frame, kWidth - 18));
       if (group.runtime != nullptr) out += wrap(runtime_text(group), "      ");
+      if (std::string arenas = arenas_text(analysis, group); !arenas.empty()) out += wrap(arenas, "      ");
       if (group.cut_at_depth) out += wrap(cut_at_depth_text(analysis), "      ");
       const auto frames = folder.fold(symbolizer.stack(analysis.stack_of(analysis.sites[group.parts[0]])));
       bool named = group.has_user_frame && !frames.empty() && frames[0].address == group.user_frame->address &&

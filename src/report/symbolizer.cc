@@ -472,6 +472,11 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
     frames.push_back(frame);
     return frames;
   }
+  if (address == internal::kPythonArenaFrame) {
+    frame.function = "[the interpreter's arenas for small objects]";
+    frames.push_back(frame);
+    return frames;
+  }
   if (const char* phase = startup_phase_name(address)) {
     frame.function = phase;
     frames.push_back(frame);

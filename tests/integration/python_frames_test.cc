@@ -414,6 +414,43 @@ void expect_requests_in_their_tasks(const std::string& python, const std::string
   EXPECT_LT(held["health"], 1024) << "tuples at most, kept on the interpreter's free lists: " << report.out;
 }
 
+// With small objects unrecorded (python_malloc=0, as in sampled mode), a leak of small dicts shows
+// as pymalloc's arenas growing: at their own marker, not at whatever line opened each arena (a
+// temporary list's line took most of them before).
+TEST_P(PythonFrames, ArenasOfUnrecordedSmallObjectsAreTheirOwnGroup) {
+  const char* script =
+      "import time\n"
+      "KEPT = []\n"
+      "def scratch(i):\n"
+      "    return [str(j) for j in range(40)]\n"
+      "def remember(i):\n"
+      "    KEPT.append({'id': i, 'name': 'n%d' % i})\n"
+      "for i in range(40000):\n"
+      "    scratch(i)\n"
+      "    remember(i)\n"
+      "    if i % 4000 == 0:\n"
+      "        time.sleep(0.05)\n"
+      "print(len(KEPT))\n";
+  file_ = scratch_dir() + "/run.lsc";
+  Outcome run = leakscope({"run", "--option", "python_malloc=0", "-o", file_, "--", GetParam().path, "-c", script});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_EQ(run.out, "40000\n");
+  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file_});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const nlohmann::json parsed = nlohmann::json::parse(report.out);
+  int64_t arenas = 0, elsewhere = 0;
+  for (const auto& group : parsed["groups"]) {
+    for (const auto& part : group["parts"]) {
+      if (part["domain"] != "mmap") continue;
+      bool marker = group["frame"]["function"] == "[the interpreter's arenas for small objects]";
+      (marker ? arenas : elsewhere) += part["live_bytes"].get<int64_t>();
+    }
+  }
+  // 40 000 dicts of two items and their strings: more than 8 MiB of 1 MiB arenas on 3.10-3.13.
+  EXPECT_GE(arenas, 8 << 20) << report.out;
+  EXPECT_LT(elsewhere, 1 << 20) << "no arena at a line of the script: " << report.out;
+}
+
 // An asyncio front end, its handlers each in a leakscope.task held across awaits while the other
 // handlers run: each request's allocations go to its own task, on every interpreter. Under a task
 // of the thread's, the tasks begun last took them (tokenize 440 KB, generate 13 KB).
