@@ -1,6 +1,7 @@
 #include "report/analysis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -186,6 +187,32 @@ void capture_peak(const RunState& state, PeakReport* peak, PeakCapture* capture)
   }
 }
 
+// What sampled_precision() sums over a group's sites.
+struct PrecisionSum {
+  double recorded_blocks = 0;
+  double variance = 0;
+  double bytes = 0;
+};
+
+void add_precision(const RunAnalysis& analysis, const SiteReport& site, PrecisionSum* sum) {
+  uint64_t interval = analysis.state.process().sample_interval;
+  const CapturedSite& captured = analysis.capture_of(site);
+  if (interval == 0 || analysis.domain_of(site) != Domain::kHeap || captured.live_bytes <= 0 || captured.live_blocks <= 0) {
+    return;
+  }
+  double blocks = static_cast<double>(captured.live_blocks), bytes = static_cast<double>(captured.live_bytes);
+  double size = bytes / blocks;
+  double recorded = 1 - std::exp(-size / static_cast<double>(interval));
+  sum->recorded_blocks += blocks * recorded;
+  sum->variance += blocks * size * size * (1 - recorded) / recorded;
+  sum->bytes += bytes;
+}
+
+SampledPrecision precision_of(const PrecisionSum& sum) {
+  if (sum.bytes <= 0) return {};
+  return {sum.recorded_blocks, std::sqrt(sum.variance) / sum.bytes};
+}
+
 double first_seen_s(const RunState& state, uint32_t site) { return static_cast<double>(state.sites()[site].first_seen_ns) / 1e9; }
 
 SiteEvidence site_evidence(const RunAnalysis& analysis, const SiteReport& site) {
@@ -200,6 +227,10 @@ SiteEvidence site_evidence(const RunAnalysis& analysis, const SiteReport& site) 
   evidence.made_during = site.made_during;
   evidence.over_budget = analysis.state.is_marker_stack(analysis.stack_of(site), internal::kOverBudgetFrame);
   evidence.free_list = analysis.state.is_marker_stack(analysis.stack_of(site), internal::kFreeListFrame);
+  PrecisionSum precision;
+  add_precision(analysis, site, &precision);
+  evidence.recorded_blocks = precision_of(precision).recorded_blocks;
+  evidence.relative_error = precision_of(precision).relative_error;
   return evidence;
 }
 
@@ -223,6 +254,9 @@ SiteEvidence group_evidence(const RunAnalysis& analysis, const GroupReport& grou
   evidence.allocations = group.allocations;
   evidence.live_blocks = group.live_blocks;
   evidence.free_list = analysis.state.is_marker_stack(analysis.stack_of(analysis.sites[group.parts[0]]), internal::kFreeListFrame);
+  SampledPrecision precision = sampled_precision(analysis, group);
+  evidence.recorded_blocks = precision.recorded_blocks;
+  evidence.relative_error = precision.relative_error;
   return evidence;
 }
 
@@ -579,18 +613,10 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   return analysis;
 }
 
-double recorded_blocks(const RunAnalysis& analysis, const GroupReport& group) {
-  uint64_t interval = analysis.state.process().sample_interval;
-  if (interval == 0) return 0;
-  double recorded = 0;
-  for (uint32_t part : group.parts) {
-    const SiteReport& site = analysis.sites[part];
-    if (analysis.domain_of(site) != Domain::kHeap) continue;
-    const CapturedSite& captured = analysis.capture_of(site);
-    recorded += std::min(static_cast<double>(captured.live_blocks),
-                         static_cast<double>(captured.live_bytes) / static_cast<double>(interval));
-  }
-  return recorded;
+SampledPrecision sampled_precision(const RunAnalysis& analysis, const GroupReport& group) {
+  PrecisionSum sum;
+  for (uint32_t part : group.parts) add_precision(analysis, analysis.sites[part], &sum);
+  return precision_of(sum);
 }
 
 std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupReport& group) {

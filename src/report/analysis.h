@@ -194,12 +194,17 @@ SiteDetail site_detail(const RunAnalysis& analysis, size_t index);
 SiteJudgement site_judgement(const RunAnalysis& analysis, size_t index);
 SiteJudgement group_judgement(const RunAnalysis& analysis, size_t index);
 
-// recorded_blocks() is, in a sampled run, about how many recorded allocations a group's heap
-// figures rest on: per site, its live blocks where they are larger than the interval R (each is
-// recorded whole), else its live bytes over R (each recorded block stands for about R bytes).
-// The figures' relative standard error is about one over its square root. 0 in exact mode and
-// for a group with no heap sites (the other domains are recorded whole).
-double recorded_blocks(const RunAnalysis& analysis, const GroupReport& group);
+// How precise a sampled run's live heap figures are (docs/RUNTIME.md, sampled mode): about how
+// many recorded allocations they rest on, and their relative standard error. A block of s bytes is
+// recorded with p = 1 - e^(-s/R) and counted 1/p times, so n blocks of s bytes rest on about n·p
+// recorded ones, with a variance of n·s²·(1-p)/p: one over the square root of the recorded ones
+// for blocks much smaller than R, nothing for blocks much larger (recorded whole). Both 0 in exact
+// mode and for what has no live heap bytes (the other domains are recorded whole).
+struct SampledPrecision {
+  double recorded_blocks = 0;
+  double relative_error = 0;
+};
+SampledPrecision sampled_precision(const RunAnalysis& analysis, const GroupReport& group);
 
 // group_series() is a group's live bytes over time: the sum of its sites' series (as judged).
 std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupReport& group);

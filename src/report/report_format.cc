@@ -104,8 +104,12 @@ std::string blocks_text(const RunAnalysis& analysis, const GroupReport& group) {
                                  group.live_blocks == 1 ? "" : "s");
   if (group.parts.size() > 1) text += fmt::format(" of {} sites", group.parts.size());
   // A sampled estimate resting on a handful of recorded blocks is a guess: say how good.
-  if (double recorded = recorded_blocks(analysis, group); recorded > 0) {
-    text += fmt::format(" (±{:.0f}%: about {:.0f} recorded)", std::min(100.0, 100.0 / std::sqrt(recorded)), std::max(1.0, recorded));
+  SampledPrecision precision = sampled_precision(analysis, group);
+  if (precision.relative_error >= 0.005) {
+    text += fmt::format(" (±{:.0f}%: about {:.0f} recorded)", std::min(100.0, 100 * precision.relative_error),
+                        std::max(1.0, precision.recorded_blocks));
+  } else if (precision.recorded_blocks > 0) {
+    text += " (recorded whole)";
   }
   return text;
 }
@@ -279,9 +283,10 @@ void group_item(const RunAnalysis& analysis, size_t index, JsonItems& items) {
   entry["live_blocks"] = group.live_blocks;
   // Sampled runs: about how many recorded allocations the heap figures rest on, and their
   // relative standard error; null in exact mode.
-  double recorded = recorded_blocks(analysis, group);
-  entry["recorded_blocks"] = recorded > 0 ? nlohmann::json(std::round(recorded)) : nlohmann::json();
-  entry["relative_error"] = recorded > 0 ? nlohmann::json(std::min(1.0, 1.0 / std::sqrt(recorded))) : nlohmann::json();
+  SampledPrecision precision = sampled_precision(analysis, group);
+  bool sampled = precision.recorded_blocks > 0;
+  entry["recorded_blocks"] = sampled ? nlohmann::json(std::round(precision.recorded_blocks)) : nlohmann::json();
+  entry["relative_error"] = sampled ? nlohmann::json(precision.relative_error) : nlohmann::json();
   entry["allocations"] = group.allocations;
   entry["temporary_allocations"] = group.temporary_allocations;
   entry["freed_at_exit_bytes"] = group.freed_at_exit_bytes;

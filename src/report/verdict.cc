@@ -188,6 +188,13 @@ SiteJudgement judge_site(const SiteEvidence& evidence) {
     judgement.reason = "kept by the interpreter on its free lists, which hold a bounded number of objects of each size";
     return judgement;
   }
+  if (evidence.relative_error > kMaxJudgedRelativeError) {
+    judgement.reason = fmt::format("about {:.0f} recorded allocation{} in this sampled run (±{:.0f}%): too few to judge; "
+                                   "an exact run, or a smaller --sample, records more",
+                                   std::max(1.0, evidence.recorded_blocks), evidence.recorded_blocks < 1.5 ? "" : "s",
+                                   std::min(100.0, 100 * evidence.relative_error));
+    return judgement;
+  }
   // Its trend is measured like any site's, for the report to show; it judges no one call path.
   if (evidence.over_budget) {
     judgement.reason = std::string(kOverBudgetReason) + (decided.growing ? ", and growing" : "") + kOverBudgetRemedy;

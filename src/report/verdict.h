@@ -73,7 +73,14 @@ struct SiteEvidence {
   // The site stands for objects the interpreter keeps on its free lists, a bounded number of each
   // size (kFreeListFrame): a cache by construction, whatever its trend.
   bool free_list = false;
+  // A sampled run's precision of its live heap bytes (sampled_precision()); 0 when exact.
+  double recorded_blocks = 0;
+  double relative_error = 0;
 };
+
+// A sampled estimate whose relative standard error is above this rests on a handful of recorded
+// allocations: its series moves by whole recorded blocks, and no trend in it is judged.
+constexpr double kMaxJudgedRelativeError = 0.5;
 
 struct SiteJudgement {
   Verdict verdict = Verdict::kUnknown;

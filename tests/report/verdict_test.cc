@@ -92,6 +92,22 @@ TEST(Verdict, OverBudgetSiteIsNotJudgedButItsGrowthIsShown) {
   EXPECT_NE(j.reason.find("counted together, and growing"), std::string::npos) << j.reason;
 }
 
+// A sampled estimate resting on three recorded blocks moves by whole blocks of R bytes: no trend
+// in it is judged (five runs of one 32-byte-per-request leak at 512 KiB were judged startup, leak,
+// unknown and nothing); from five recorded blocks on, the evidence is judged as before.
+TEST(Verdict, ASampledEstimateOfAFewRecordedBlocksIsNotJudged) {
+  SiteEvidence evidence = SiteSimulator().run(30, [](int e, std::deque<Block>& live) { live.push_back({e, 1000}); });
+  evidence.recorded_blocks = 3;
+  evidence.relative_error = 1 / std::sqrt(3.0);
+  SiteJudgement j = judge_site(evidence);
+  EXPECT_EQ(j.verdict, Verdict::kUnknown);
+  EXPECT_NE(j.reason.find("about 3 recorded allocations in this sampled run (±58%): too few to judge"), std::string::npos)
+      << j.reason;
+  evidence.recorded_blocks = 5;
+  evidence.relative_error = 1 / std::sqrt(5.0);
+  EXPECT_EQ(judge_site(evidence).verdict, Verdict::kLeak);
+}
+
 // The interpreter's free lists fill as a run starts and hold a bounded number of objects of each
 // size: a cache, though the filling looks like growth.
 TEST(Verdict, FreeListSiteIsACacheWhileItFills) {
