@@ -27,12 +27,17 @@ TEST(Sampling, LiveBytesPerSiteAreWithinTenPercentOfExactMode) {
   EXPECT_EQ(site_at(exact, "medium_blocks")["live_bytes"], 200 * 256 * 1024);
   EXPECT_EQ(site_at(exact, "few_big_blocks")["live_bytes"], 3 * (8 << 20));
   EXPECT_EQ(site_at(exact, "blocks_near_64k")["live_blocks"], 1000);
+  EXPECT_EQ(site_at(exact, "grown_buffers")["live_bytes"], 40000 * 2048);
+  EXPECT_EQ(site_at(exact, "shrunk_buffers")["live_bytes"], 40000 * 1024);
   EXPECT_TRUE(sites_at(exact, "temporaries").empty());
 
   nlohmann::json sampled = run_sites({"--sample", "64KiB"});
   EXPECT_EQ(sampled["sample_interval_bytes"], 64 * 1024);
   // blocks_near_64k's blocks were each counted as 1 block, not the 1.40 they stand for: 713 of 1000.
-  for (const char* function : {"many_small_blocks", "medium_blocks", "few_big_blocks", "blocks_near_64k"}) {
+  // A buffer resized by realloc is recorded with the chance of its last size however it grew or
+  // shrank (grown_buffers, shrunk_buffers): each resize is sampled afresh.
+  for (const char* function :
+       {"many_small_blocks", "medium_blocks", "few_big_blocks", "blocks_near_64k", "grown_buffers", "shrunk_buffers"}) {
     double truth = site_at(exact, function)["live_bytes"].get<double>();
     double estimate = site_at(sampled, function)["live_bytes"].get<double>();
     EXPECT_NEAR(estimate / truth, 1.0, 0.10) << function;
