@@ -82,9 +82,9 @@ def active():
     return _api is not None
 
 
-# The innermost leakscope.task of the running code's context; None: none. An asyncio task runs in
-# a context of its own, so each coroutine has its own innermost task, and a task made inside a
-# `with leakscope.task` block inherits it.
+# The innermost leakscope.task entered in the running code's context (an _Entry); None: none. An
+# asyncio task runs in a context of its own, so each coroutine has its own innermost task, and a
+# task made inside a `with leakscope.task` block inherits it.
 _context_task = contextvars.ContextVar("leakscope_task", default=None)
 
 # Per thread: `opened`, the tasks begun on the thread's own stack of tasks and not yet ended,
@@ -121,8 +121,22 @@ def _in_step():
     return cell is not None and cell.value != 0
 
 
-def _step_value(innermost):
-    return 1 if innermost is None else innermost._step_value()
+def _step_value(entry):
+    return 1 if entry is None else entry.task._step_value()
+
+
+class _Entry:
+    """One entry into a leakscope.task block, the context's innermost until its exit: the task, the
+    entry it is inside of, and where its task was put (on the thread's own stack of tasks, in the
+    running step's cell, or nowhere). Kept apart from the task, so that one task object may be
+    entered by several coroutines or threads at once."""
+
+    __slots__ = ("task", "outer", "begun")
+
+    def __init__(self, task, outer):
+        self.task = task
+        self.outer = outer
+        self.begun = None
 
 
 class task:
@@ -132,12 +146,11 @@ class task:
     itself while other coroutines run (docs/PYTHON.md). A plain class rather than a generator:
     entering one makes no reference cycle that would keep memory until a collection."""
 
-    __slots__ = ("_name", "_id", "_begun", "_token", "_outer", "_step")
+    __slots__ = ("_name", "_id", "_step")
 
     def __init__(self, name, id=0):
         self._name = str(name).encode()
         self._id = int(id) & (2**64 - 1)
-        self._begun = None
         self._step = None
 
     def _step_value(self):
@@ -151,40 +164,44 @@ class task:
             return self
         if _can_follow and _loop_running():
             _follow_running_loop()
-        self._outer = _context_task.get()
-        self._token = _context_task.set(self)
+        entry = _Entry(self, _context_task.get())
+        _context_task.set(entry)
         if _in_step():
-            self._begun = "step"
+            entry.begun = "step"
             _thread.cell.value = self._step_value()
         elif _api["task_begin"](self._name, self._id) == 0:
-            self._begun = "thread"
+            entry.begun = "thread"
             opened = getattr(_thread, "opened", None)
             if opened is None:
                 opened = _thread.opened = []
-            opened.append(self)
+            opened.append(entry)
         return self
 
     def __exit__(self, *exception):
         if _api is None:
             return False
-        try:
-            _context_task.reset(self._token)
-        except ValueError:  # ended in another context than the one it began in
-            _context_task.set(self._outer)
-        begun, self._begun = self._begun, None
-        if begun == "step":
+        entry = _context_task.get()
+        opened = getattr(_thread, "opened", [])  # [] when it ends on another thread than it began
+        if entry is not None and entry.task is self:
+            _context_task.set(entry.outer)
+        else:
+            # Ended in another context than the one it began in: its newest entry on this thread.
+            entry = next((each for each in reversed(opened) if each.task is self), None)
+            if entry is None:
+                return False
+        if entry.begun == "step":
             # Ended by a coroutine closed outside its steps: its last step took its task away.
             if _in_step():
-                _thread.cell.value = _step_value(_context_task.get())
-        elif begun == "thread":
-            opened = getattr(_thread, "opened", [])  # [] when it ends on another thread than it began
-            if opened and opened[-1] is self:
+                _thread.cell.value = _step_value(entry.outer)
+        elif entry.begun == "thread":
+            if opened and opened[-1] is entry:
                 opened.pop()
             else:
-                if self in opened:
-                    opened.remove(self)
+                if entry in opened:
+                    opened.remove(entry)
                 _say_tasks_out_of_order()
             _api["task_end"]()
+        entry.begun = None
         return False
 
 
@@ -194,7 +211,7 @@ def _step_begin():
     cell = _thread.cell if hasattr(_thread, "cell") else _step_cell()
     outer = cell.value
     innermost = _context_task.get()
-    cell.value = 1 if innermost is None else innermost._step or innermost._step_value()
+    cell.value = 1 if innermost is None else innermost.task._step or innermost.task._step_value()
     return outer
 
 
