@@ -227,10 +227,11 @@ SiteEvidence site_evidence(const RunAnalysis& analysis, const SiteReport& site) 
   evidence.made_during = site.made_during;
   evidence.over_budget = analysis.state.is_marker_stack(analysis.stack_of(site), internal::kOverBudgetFrame);
   evidence.free_list = analysis.state.is_marker_stack(analysis.stack_of(site), internal::kFreeListFrame);
-  PrecisionSum precision;
-  add_precision(analysis, site, &precision);
-  evidence.recorded_blocks = precision_of(precision).recorded_blocks;
-  evidence.relative_error = precision_of(precision).relative_error;
+  PrecisionSum sum;
+  add_precision(analysis, site, &sum);
+  SampledPrecision precision = precision_of(sum);
+  evidence.recorded_blocks = precision.recorded_blocks;
+  evidence.relative_error = precision.relative_error;
   return evidence;
 }
 
