@@ -14,7 +14,6 @@ import contextvars
 import ctypes
 import functools
 import importlib.machinery
-import os
 import sys
 import threading
 import types
@@ -103,7 +102,8 @@ def _say_tasks_out_of_order():
     sys.stderr.write(
         "leakscope: warning: tasks of one thread ended out of order (coroutines of one event loop, each "
         "in a leakscope.task across an await, in asyncio tasks made before `import leakscope` or by a "
-        "loop it does not follow?): allocations went to the task begun last (docs/PYTHON.md)\n"
+        "loop it does not follow?): what was allocated while blocks of several were open went to the "
+        "task begun last (docs/PYTHON.md)\n"
     )
 
 
@@ -215,10 +215,6 @@ def _step_begin():
     return outer
 
 
-def _forget_step_cell():
-    _thread.__dict__.pop("cell", None)  # a forked child's thread state is its own
-
-
 class _FollowedCoroutine(collections.abc.Coroutine):
     """An asyncio task's coroutine, run a step at a time with its own leakscope.task: asyncio runs
     each step in the task's context, and the step shows that context's task to the preload for as
@@ -260,17 +256,21 @@ def _followed(coroutine):
     return _FollowedCoroutine(coroutine) if type(coroutine) is types.CoroutineType else coroutine
 
 
-def _follow_asyncio_tasks():
+def _follow_asyncio_tasks(base_events):
     """Every asyncio task that asyncio's own event loops make from now on is followed."""
-    base_events = sys.modules.get("asyncio.base_events")
-    loop_class = getattr(base_events, "BaseEventLoop", None)
-    if loop_class is None or getattr(loop_class.create_task, "_leakscope_follows", False):
+    loop_class = base_events.BaseEventLoop
+    if getattr(loop_class.create_task, "_leakscope_follows", False):
         return
     make_task = loop_class.create_task
 
     @functools.wraps(make_task)
     def create_task(self, coro, **keywords):
-        return make_task(self, _followed(coro), **keywords)
+        task = make_task(self, _followed(coro), **keywords)
+        # In debug mode a task keeps where it was made: the program's call, not this one.
+        made_at = getattr(task, "_source_traceback", None)
+        if made_at and made_at[-1].filename == __file__:
+            del made_at[-1]
+        return task
 
     create_task._leakscope_follows = True
     loop_class.create_task = create_task
@@ -281,12 +281,11 @@ def _loop_running():
     return asyncio_events is not None and asyncio_events._get_running_loop() is not None
 
 
-def _follow_running_loop():
-    """Another kind of event loop (uvloop's) that makes this task's code run is followed from now
-    on, through its task factory, before any factory it had."""
+def _follow_loop(loop):
+    """An event loop of another kind (uvloop's) is followed from now on, through its task factory,
+    before any factory it had."""
     import asyncio
 
-    loop = asyncio.get_running_loop()
     if isinstance(loop, asyncio.BaseEventLoop):
         return
     previous = loop.get_task_factory()
@@ -302,21 +301,51 @@ def _follow_running_loop():
     loop.set_task_factory(factory)
 
 
-class _AfterAsyncioImport:
-    """Follows asyncio's tasks as soon as asyncio is imported, when that comes after leakscope."""
+def _follow_running_loop():
+    import asyncio
+
+    _follow_loop(asyncio.get_running_loop())
+
+
+def _follow_uvloop(uvloop):
+    """Every event loop uvloop makes from now on is followed from the start: uvloop.install()'s
+    policy, uvloop.run() and loop factories (uvicorn's) all make theirs with new_event_loop()."""
+    make_loop = getattr(uvloop, "new_event_loop", None)
+    if make_loop is None or getattr(make_loop, "_leakscope_follows", False):
+        return
+
+    @functools.wraps(make_loop)
+    def new_event_loop(*arguments, **keywords):
+        loop = make_loop(*arguments, **keywords)
+        _follow_loop(loop)
+        return loop
+
+    new_event_loop._leakscope_follows = True
+    uvloop.new_event_loop = new_event_loop
+
+
+# The modules whose event loops are followed, with what follows them once they are imported.
+_FOLLOWED_MODULES = {"asyncio.base_events": _follow_asyncio_tasks, "uvloop": _follow_uvloop}
+
+
+class _AfterImport:
+    """Follows the event loops of the modules in _FOLLOWED_MODULES imported after leakscope, as
+    soon as each is imported."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != "asyncio.base_events":
+        follow = _FOLLOWED_MODULES.get(name)
+        if follow is None or name in sys.modules:
             return None
-        sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-        if spec is None or spec.loader is None:
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         execute = spec.loader.exec_module
 
         def exec_module(module):
             execute(module)
-            _follow_asyncio_tasks()
+            follow(module)
+            if all(each in sys.modules for each in _FOLLOWED_MODULES) and self in sys.meta_path:
+                sys.meta_path.remove(self)
 
         spec.loader.exec_module = exec_module
         return spec
@@ -364,14 +393,18 @@ def name_thread(name=None):
     return _api["thread_name"](str(name).encode()) == 0
 
 
+def _start_following():
+    for name, follow in _FOLLOWED_MODULES.items():
+        if name in sys.modules:
+            follow(sys.modules[name])
+    if _loop_running():  # imported by code the loop runs (a server importing its app)
+        _follow_running_loop()
+    if any(name not in sys.modules for name in _FOLLOWED_MODULES):
+        sys.meta_path.insert(0, _AfterImport())
+
+
 if _can_follow:
-    os.register_at_fork(after_in_child=_forget_step_cell)
-    if "asyncio.base_events" in sys.modules:
-        _follow_asyncio_tasks()
-        if _loop_running():  # imported by code the loop runs (a server importing its app)
-            _follow_running_loop()
-    else:
-        sys.meta_path.insert(0, _AfterAsyncioImport())
+    _start_following()
 
 
 # `pytest -p leakscope` loads this package as a pytest plugin. Its hooks live in pytest_plugin.py

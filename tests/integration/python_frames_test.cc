@@ -458,10 +458,91 @@ TEST_P(PythonFrames, EachAsyncioTaskKeepsItsOwnLeakscopeTaskAcrossAwaits) {
   expect_requests_in_their_tasks(GetParam().path, "asyncio");
 }
 
-// The same on uvloop's event loop, with leakscope imported once the loop runs, as uvicorn runs a
-// server and then imports its app.
-TEST(PythonTasks, UvloopTasksMadeAfterTheAppIsImportedKeepTheirOwnTasks) {
+// The same on uvloop's event loop: with leakscope imported first, as a script does (its tasks all
+// went to the tasks begun last before uvloop's loops were followed from their making), and with
+// leakscope imported once the loop runs, as uvicorn runs a server and then imports its app.
+TEST(PythonTasks, UvloopTasksKeepTheirOwnTasks) {
   expect_requests_in_their_tasks("/usr/bin/python3", "uvloop");
+  expect_requests_in_their_tasks("/usr/bin/python3", "uvloop-app");
+}
+
+// by_task_of() runs `script` under /usr/bin/python3 and returns the live bytes of each task name
+// its report gives, and the run's outcome.
+std::map<std::string, int64_t> by_task_of(const char* script, Outcome* run) {
+  const std::string file = scratch_dir() + "/tasks.lsc";
+  *run = leakscope({"run", "-o", file, "--", "/usr/bin/python3", "-c", script});
+  Outcome report = leakscope({"report", "--format", "json", file});
+  std::map<std::string, int64_t> held;
+  if (report.exit_code != 0) return held;
+  const nlohmann::json parsed = nlohmann::json::parse(report.out);
+  for (const auto& owner : parsed["by_task"]) {
+    held[owner["name"].is_null() ? "" : owner["name"].get<std::string>()] = owner["live_bytes"].get<int64_t>();
+  }
+  return held;
+}
+
+// A pending task collected while another runs is closed there, its block's exit inside the other
+// task's step: the running request keeps its task. (Its exit used to set the running context's
+// task back to its own outer one, and the request's next 60 KB went to no task.)
+TEST(PythonTasks, ACoroutineClosedByTheCollectorLeavesTheRunningTaskItsOwn) {
+  const char* script =
+      "import asyncio, gc, leakscope\n"
+      "KEEP = []\n"
+      "async def orphan():\n"
+      "    with leakscope.task('orphan'):\n"
+      "        await asyncio.get_running_loop().create_future()\n"
+      "async def request():\n"
+      "    with leakscope.task('request', 1):\n"
+      "        KEEP.append(bytes(10000))\n"
+      "        gc.collect()\n"
+      "        KEEP.append(bytes(20000))\n"
+      "        await asyncio.sleep(0)\n"
+      "        KEEP.append(bytes(40000))\n"
+      "    leakscope.snapshot_now()\n"
+      "async def main():\n"
+      "    asyncio.get_running_loop().create_task(orphan())\n"
+      "    await asyncio.sleep(0.01)\n"
+      "    await asyncio.get_running_loop().create_task(request())\n"
+      "asyncio.run(main())\n";
+  Outcome run;
+  std::map<std::string, int64_t> held = by_task_of(script, &run);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_GE(held["request"], 70000 + 3 * 33) << "three bytes objects";
+  EXPECT_LT(held["request"], 70000 + 4096);
+}
+
+// A coroutine that forks goes on in both processes as untraced, and a task made in debug mode
+// says it was made where the program made it, not in leakscope.
+TEST(PythonTasks, AForkInACoroutineAndDebugModeBehaveAsUntraced) {
+  const char* forks =
+      "import asyncio, os, leakscope\n"
+      "async def main():\n"
+      "    with leakscope.task('work'):\n"
+      "        await asyncio.sleep(0)\n"
+      "        pid = os.fork()\n"
+      "        if pid == 0:\n"
+      "            return 'child'\n"
+      "        os.waitpid(pid, 0)\n"
+      "        return 'parent'\n"
+      "print(asyncio.run(main()), 'done', flush=True)\n";
+  Outcome run;
+  by_task_of(forks, &run);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("child done\n"), std::string::npos) << run.out << run.err;
+  EXPECT_NE(run.out.find("parent done\n"), std::string::npos) << run.out << run.err;
+  EXPECT_EQ(run.err.find("Traceback"), std::string::npos) << run.err;
+  const char* debug =
+      "import asyncio, leakscope\n"
+      "async def work():\n"
+      "    return 1\n"
+      "async def main():\n"
+      "    task = asyncio.get_running_loop().create_task(work())\n"
+      "    print(task._source_traceback[-1].name, task._source_traceback[-1].lineno)\n"
+      "    await task\n"
+      "asyncio.run(main(), debug=True)\n";
+  by_task_of(debug, &run);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "main 5\n");
 }
 
 // A task begun in an asyncio task made before `import leakscope` is its thread's: coroutines that
