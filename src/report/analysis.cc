@@ -197,9 +197,9 @@ struct PrecisionSum {
 void add_precision(const RunAnalysis& analysis, const SiteReport& site, PrecisionSum* sum) {
   uint64_t interval = analysis.state.process().sample_interval;
   const CapturedSite& captured = analysis.capture_of(site);
-  if (interval == 0 || analysis.domain_of(site) != Domain::kHeap || captured.live_bytes <= 0 || captured.live_blocks <= 0) {
-    return;
-  }
+  Domain domain = analysis.domain_of(site);
+  bool sampled = domain == Domain::kHeap || domain == Domain::kC10Cpu;  // mappings and devices are recorded whole
+  if (interval == 0 || !sampled || captured.live_bytes <= 0 || captured.live_blocks <= 0) return;
   double blocks = static_cast<double>(captured.live_blocks), bytes = static_cast<double>(captured.live_bytes);
   double size = bytes / blocks;
   double recorded = 1 - std::exp(-size / static_cast<double>(interval));

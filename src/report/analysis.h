@@ -194,12 +194,13 @@ SiteDetail site_detail(const RunAnalysis& analysis, size_t index);
 SiteJudgement site_judgement(const RunAnalysis& analysis, size_t index);
 SiteJudgement group_judgement(const RunAnalysis& analysis, size_t index);
 
-// How precise a sampled run's live heap figures are (docs/RUNTIME.md, sampled mode): about how
+// How precise a sampled run's live heap and tensor figures are (docs/RUNTIME.md, sampled mode): about how
 // many recorded allocations they rest on, and their relative standard error. A block of s bytes is
 // recorded with p = 1 - e^(-s/R) and counted 1/p times, so n blocks of s bytes rest on about n·p
 // recorded ones, with a variance of n·s²·(1-p)/p: one over the square root of the recorded ones
 // for blocks much smaller than R, nothing for blocks much larger (recorded whole). Both 0 in exact
-// mode and for what has no live heap bytes (the other domains are recorded whole).
+// mode and for what has no live bytes of the sampled domains, heap and c10_cpu (mappings and
+// device memory are recorded whole).
 struct SampledPrecision {
   double recorded_blocks = 0;
   double relative_error = 0;

@@ -285,7 +285,7 @@ void group_item(const RunAnalysis& analysis, size_t index, JsonItems& items) {
   // relative standard error; null in exact mode.
   SampledPrecision precision = sampled_precision(analysis, group);
   bool sampled = precision.recorded_blocks > 0;
-  entry["recorded_blocks"] = sampled ? nlohmann::json(std::round(precision.recorded_blocks)) : nlohmann::json();
+  entry["recorded_blocks"] = sampled ? nlohmann::json(std::llround(precision.recorded_blocks)) : nlohmann::json();
   entry["relative_error"] = sampled ? nlohmann::json(precision.relative_error) : nlohmann::json();
   entry["allocations"] = group.allocations;
   entry["temporary_allocations"] = group.temporary_allocations;

@@ -191,7 +191,7 @@ std::string run_header_text(const RunHeader& header, const std::string& title) {
                 "   ", "");
   }
   if (state.process().sample_interval != 0) {
-    out += fmt::format("sampled: one allocation per {} on average; heap bytes and blocks are estimates\n",
+    out += fmt::format("sampled: one allocation per {} on average; heap and c10_cpu bytes and blocks are estimates\n",
                        format_bytes(static_cast<int64_t>(state.process().sample_interval)));
   }
   return out;

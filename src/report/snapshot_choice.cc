@@ -35,19 +35,27 @@ namespace {
 // never passed over: a test harness takes one after its last test, so that what a test's fixture
 // freed before it is not read as a shutdown. In sampled mode the table holds one block per
 // recorded allocation, a few hundred, whose count moves by its square root from snapshot to
-// snapshot with no shutdown at all: the fall must be four times that too.
+// snapshot with no shutdown at all: each step of the fall must be twice that, the whole fall four
+// times, and no pause is passed over.
 uint32_t shutdown_start(const std::vector<SnapshotMark>& marks, uint32_t teardown, bool sampled) {
   constexpr uint64_t kLeastShutdownBlocks = 1024;
   auto blocks = [&marks](uint32_t snapshot) { return marks[snapshot - 1].tracked_blocks; };
+  // A fall that is part of the shutdown: any, or in sampled mode one above twice the noise.
+  auto fell_to = [&](uint32_t snapshot) {
+    uint64_t before = blocks(snapshot - 1);
+    if (before <= blocks(snapshot)) return false;
+    uint64_t fall = before - blocks(snapshot);
+    return !sampled || fall * fall >= 4 * before;
+  };
   auto small_rise = [&](uint32_t from) {
     const SnapshotMark& earlier = marks[from - 2];
     uint64_t slack = std::max<uint64_t>(64, earlier.tracked_blocks / 32);
     return earlier.reason == SnapshotReason::kPeriodic && blocks(from) <= earlier.tracked_blocks + slack;
   };
   uint32_t start = teardown;
-  bool paused = false;
+  bool paused = sampled;  // a sampled count wanders: no pause is told from noise
   while (start > 1 && teardown - start < kShutdownSnapshots) {
-    if (blocks(start - 1) > blocks(start)) {
+    if (fell_to(start)) {
       --start;
     } else if (!paused && small_rise(start)) {
       paused = true;

@@ -4,6 +4,8 @@
 // reaches the real c10. Also when c10 is only in an RTLD_LOCAL scope, as under Python.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "harness.h"
 
 namespace leakscope::testing {
@@ -43,6 +45,28 @@ TEST(C10, TensorStorageAndCudaBlocksAreTheirOwnDomainsInALinkedProgram) {
 
 TEST(C10, RealFunctionsAreFoundWhenC10IsLoadedRtldLocal) {
   expect_c10_attribution({fixture("fake_torch_local"), fixture("libfake_torch_extension.so")});
+}
+
+// Tensor storage is sampled like the heap: a sampled run says how precise its estimate is (it
+// said nothing, and a tensor leak on two recorded tensors was judged a start-up resident).
+TEST(C10, SampledTensorStorageSaysHowPreciseItIs) {
+  std::string file = scratch_dir() + "/sampled.lsc";
+  Outcome run = leakscope({"run", "--sample", "4KiB", "-o", file, "--", fixture("fake_torch_linked")});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  Outcome report = leakscope({"report", "--format", "json", "--at", "end", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const nlohmann::json parsed = nlohmann::json::parse(report.out);
+  int tensor_groups = 0;
+  for (const auto& group : parsed["groups"]) {
+    bool tensors = std::any_of(group["parts"].begin(), group["parts"].end(),
+                               [](const nlohmann::json& part) { return part["domain"] == "c10_cpu"; });
+    if (!tensors) continue;
+    ++tensor_groups;
+    // 25 tensors of 4 KiB, each recorded with p = 0.63 at 4 KiB.
+    EXPECT_GE(group["recorded_blocks"].get<int64_t>(), 1) << group.dump();
+    EXPECT_GT(group["relative_error"].get<double>(), 0.05) << group.dump();
+  }
+  EXPECT_GE(tensor_groups, 1) << report.out;
 }
 
 TEST(C10, WithoutThePreloadTheStandInWorksAlone) {

@@ -62,5 +62,13 @@ TEST(ShutdownChoice, ASampledRunsFallMustStandOutOfItsNoise) {
   EXPECT_EQ(choose_snapshot(SnapshotChoice{}, run({380, 400, 300}, 200), "run.lsc", kSampled).shutdown, 2u);
 }
 
+// A sampled run that frees everything at once: the shutdown is that fall, not the noise before it
+// (a C++ service freeing at 20.0 s was judged from 17.6 s, each site at its largest since).
+TEST(ShutdownChoice, ASampledShutdownBeginsAtItsFallNotAtTheNoiseBeforeIt) {
+  std::vector<SnapshotMark> marks = run({380, 400, 390, 410, 405}, 20);
+  EXPECT_EQ(choose_snapshot(SnapshotChoice{}, marks, "run.lsc", 512 * 1024).shutdown, 5u);
+  EXPECT_EQ(shutdown_of(marks), 4u) << "exact mode: a drain through a pause, from its largest";
+}
+
 }  // namespace
 }  // namespace leakscope::report
