@@ -303,8 +303,7 @@ GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options) {
                    [](const LostGroup& a, const LostGroup& b) { return a.lost.total_bytes() > b.lost.total_bytes(); });
 
   const GateLimits& limits = options.limits;
-  bool any_limit = limits.max_leaked_bytes || limits.max_leak_bytes_per_min || limits.max_rss_bytes || limits.max_growth_percent ||
-                   limits.max_lost_bytes;
+  bool any_limit = limits.any();
   // The groups come fastest-growing first; the largest may be another.
   std::string largest, fastest;
   if (!result.counted.empty()) {

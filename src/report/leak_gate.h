@@ -23,6 +23,11 @@ struct GateLimits {
   std::optional<int64_t> max_rss_bytes;         // the largest RSS of any snapshot, less leakscope's own memory
   std::optional<double> max_growth_percent;     // of each leak group over the baseline
   std::optional<int64_t> max_lost_bytes;        // directly and indirectly lost at the leak check, summed
+
+  // any() tells whether a limit was given: with none, the gate is max-leaked=0.
+  bool any() const {
+    return max_leaked_bytes || max_leak_bytes_per_min || max_rss_bytes || max_growth_percent || max_lost_bytes;
+  }
 };
 
 // A baseline: an earlier `report --format json`, the live bytes of its leak groups by match key.

@@ -79,7 +79,6 @@ std::vector<size_t> section(const RunAnalysis& analysis, Verdict verdict, const 
   return groups;
 }
 
-// runtime_text() says that a group is the runtime's own residue, which `check` never gates.
 // arenas_text() explains the group of CPython's arenas (docs/PYTHON.md): what fills them was not
 // recorded one by one in this run; empty for any other group.
 std::string arenas_text(const RunAnalysis& analysis, const GroupReport& group) {
@@ -89,6 +88,7 @@ std::string arenas_text(const RunAnalysis& analysis, const GroupReport& group) {
          "which an exact run names";
 }
 
+// runtime_text() says that a group is the runtime's own residue, which `check` never gates.
 std::string runtime_text(const GroupReport& group) {
   if (group.runtime == kCachingAllocatorReserve) return reserve_text(group.live_bytes, group.inner_bytes);
   if (group.runtime == kGoRuntimeMappings) {

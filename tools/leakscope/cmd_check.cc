@@ -241,10 +241,7 @@ std::string run_summary_text(const std::vector<std::pair<std::string, report::Ga
 // nothing when it passes.
 void say_sampled(const std::string& file, uint64_t interval, const report::GateLimits& limits) {
   int64_t resolution = static_cast<int64_t>(4 * interval);
-  // With no limit given the gate is max-leaked=0.
-  bool any_limit = limits.max_leaked_bytes || limits.max_leak_bytes_per_min || limits.max_rss_bytes ||
-                   limits.max_growth_percent || limits.max_lost_bytes;
-  bool below = limits.max_leaked_bytes ? *limits.max_leaked_bytes < resolution : !any_limit;
+  bool below = limits.max_leaked_bytes ? *limits.max_leaked_bytes < resolution : !limits.any();
   fmt::print(stderr, "leakscope check: {}: note: a sampled run (one allocation recorded per {} on average): its figures are "
                      "estimates, and a leak of less than a few times that may have no recorded allocation{}; gate CI on an "
                      "exact run\n",
