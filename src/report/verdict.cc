@@ -82,6 +82,24 @@ Rises rises_of(const std::vector<SeriesPoint>& points, double peak) {
   };
   Rises rises;
   size_t last = reached(floor.back().value);
+  // A bounded site that swings by a block or two (a ring buffer's chunks, a pool's slabs) ends on
+  // the floor's top whenever the last samples fall on its high side: a last rise no larger than a
+  // fall the series itself made while the floor held the level it left, with no trend in the
+  // series since, is that swing, not growth. A leak in churn trends; and only the last step is
+  // passed over, so a steady one still rose a step ago.
+  if (last > 0) {
+    size_t left = reached(floor[last - 1].value);
+    double rise = floor[last].value - floor[last - 1].value;
+    double highest = points[left].value, largest_fall = 0;
+    for (size_t i = left + 1; i < last; ++i) {
+      largest_fall = std::max(largest_fall, highest - points[i].value);
+      highest = std::max(highest, points[i].value);
+    }
+    if (largest_fall >= rise - tolerance) {
+      std::vector<SeriesPoint> since(points.begin() + static_cast<long>(left), points.end());
+      if (mann_kendall(since).z < kSwingTrendZ) last = left;
+    }
+  }
   rises.last_rise_s = floor[last].time_s;
   if (last > 0) rises.gap_s = rises.last_rise_s - floor[reached(floor[last - 1].value)].time_s;
   double level = floor.front().value;

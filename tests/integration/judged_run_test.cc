@@ -319,6 +319,21 @@ TEST(JudgedRun, SawtoothWorkingSetOfBatchesIsACache) {
   EXPECT_TRUE(leak_functions(judged.report).empty());
 }
 
+TEST(JudgedRun, RingBufferOfRecentRepliesIsACacheAndTheServicePassesItsGate) {
+  // A std::deque kept at its last 300 replies: its chunks span 5 or 6 at a time, and a run that
+  // ended on 6 was a leak of 3 KiB that failed the gate.
+  std::string file = scratch_dir() + "/ring.lsc";
+  Outcome run = leakscope({"run", "--check", "-o", file, "--", fixture("batch_burst_service"), "3000", "1500", "0", "0"});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  nlohmann::json document = nlohmann::json::parse(report.out);
+  EXPECT_TRUE(leak_functions(document).empty()) << report.out;
+  nlohmann::json replies = group_named(document, "reply_to");
+  EXPECT_EQ(replies["verdict"], "cache") << replies["reason"];
+  EXPECT_EQ(replies["live_bytes"], 300 * 4096);
+}
+
 TEST(JudgedRun, PythonServiceLeakingIntoAModuleDictIsALeakThatTeardownFrees) {
   Judged judged = judge({kPython, fixture_source("module_dict_service.py"), "400"});
   ASSERT_EQ(judged.run.out, "answered 400\n");

@@ -144,6 +144,20 @@ TEST(Verdict, CacheThatFilledDuringHalfTheRunIsACache) {
   EXPECT_EQ(j.verdict, Verdict::kCache) << j.reason;
 }
 
+TEST(Verdict, RingBufferThatEndsOnItsHighSideIsACache) {
+  // A std::deque kept at its last 300 entries, 24 pushed an epoch: its 512-byte chunks of 64
+  // entries span 5 or 6 at a time once full, and the run ends on two samples of 6. The floor's
+  // last step of one chunk is the swing the series made all along, not growth.
+  constexpr int kPerEpoch = 24, kKept = 300, kPerChunk = 64;
+  int next_chunk = 0;
+  SiteJudgement j = judge(39, [&](int e, std::deque<Block>& live) {
+    int tail = kPerEpoch * (e + 1), head = std::max(0, tail - kKept);
+    for (; next_chunk <= (tail - 1) / kPerChunk; ++next_chunk) live.push_back({e, 512});
+    while (next_chunk - static_cast<int>(live.size()) < head / kPerChunk) live.pop_front();
+  });
+  EXPECT_EQ(j.verdict, Verdict::kCache) << j.reason;
+}
+
 TEST(Verdict, CacheThatNeverEvictsIsALeak) {
   SiteJudgement j = judge(60, [](int e, std::deque<Block>& live) {
     for (int i = 0; i < 10; ++i) live.push_back({e, 4096});
