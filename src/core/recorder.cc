@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "core/epoch.h"
+#include "core/high_water.h"
 #include "core/interpreter.h"
 #include "core/interval_map.h"
 #include "core/internal_alloc.h"
@@ -137,6 +138,7 @@ void count_freed(const AllocRecord& record, Epoch now) {
   if (triple == nullptr) return;
   SampleWeight weight = sample_weight(record.size, record.pointer);
   triple_record_free(triple, weight.bytes, weight.blocks, record.birth, now);
+  high_water_add(-static_cast<int64_t>(weight.bytes));
 }
 
 // count_device_freed() counts a device block's end now (a reserved range is in no triple).
@@ -179,6 +181,7 @@ void count_cut(const IntervalCut& cut, void* context) {
   if (triple == nullptr) return;
   Epoch now = *static_cast<const Epoch*>(context);
   triple_record_free(triple, cut.removed.end - cut.removed.begin, cut.whole_block ? 1 : 0, cut.removed.birth, now);
+  high_water_add(-static_cast<int64_t>(cut.removed.end - cut.removed.begin));
   if (cut.split) triple->split_count.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -226,6 +229,7 @@ void recorder_alloc(Domain domain, void* pointer, size_t size) {
   if (triple == nullptr) return;
   SampleWeight weight = sample_weight(size, reinterpret_cast<uintptr_t>(pointer));
   triple_record_alloc(triple, weight.bytes, weight.blocks);
+  high_water_add(static_cast<int64_t>(weight.bytes));
   put_record(AllocRecord{reinterpret_cast<uintptr_t>(pointer), size, static_cast<TripleId>(triple->id), epoch_current()});
   thread->last_alloc = reinterpret_cast<uintptr_t>(pointer);
 }
@@ -293,6 +297,7 @@ void recorder_park(void* pointer) {
   }
   count_freed(before, now);
   triple_record_alloc(parked, before.size, 1);
+  high_water_add(static_cast<int64_t>(before.size));
 }
 
 void recorder_unpark_in_use() {
@@ -311,6 +316,7 @@ void recorder_unpark_in_use() {
       if (!alloc_table_reassign(parked.block, parked.own, now, &before, parked.parked)) continue;
       count_freed(before, now);
       if (TripleEntry* own = triple_get_mutable(parked.own)) triple_record_alloc(own, before.size, 1);
+      high_water_add(static_cast<int64_t>(before.size));
     }
     if (taken < kBatch) break;
   }
@@ -376,6 +382,7 @@ void recorder_map(Domain domain, uintptr_t begin, size_t length, bool reserved) 
   TripleEntry* triple = current_triple(domain, thread_current(), length);
   if (triple == nullptr) return;
   triple_record_alloc(triple, length, 1);  // mappings are few: always recorded, never sampled
+  high_water_add(static_cast<int64_t>(length));
   interval_map_insert(Interval{begin, begin + length, static_cast<TripleId>(triple->id), epoch_current()});
 }
 

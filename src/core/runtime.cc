@@ -16,6 +16,7 @@
 #include "core/device_table.h"
 #include "core/environment.h"
 #include "core/epoch.h"
+#include "core/high_water.h"
 #include "core/internal_alloc.h"
 #include "core/interpreter.h"
 #include "core/interval_map.h"
@@ -74,6 +75,7 @@ int g_final_signal = 0;
 bool g_writer_running = false;
 int g_writer_tid = 0;  // futex word: start_writer_thread() waits for the writer to publish it
 int g_leak_check_requested = 0;  // by leak_check_signal: the writer runs it
+int g_high_water_requested = 0;  // by high_water_publish(): the writer writes a snapshot
 
 // How long an exit or a dying thread waits for the writer's final snapshot: long enough for a
 // process with a million stacks, short enough that a stuck writer never keeps a crash waiting.
@@ -289,6 +291,7 @@ int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final,
     runtime_disable(text);
     return -1;
   }
+  high_water_after_snapshot();
   say_budget_stage();
   return 0;
 }
@@ -362,6 +365,7 @@ void* writer_main(void*) {
   uint64_t interval = g_options.interval;
   uint64_t start = sys::monotonic_ns();
   uint64_t next = start + snapshot_epoch_length(0, interval, 0, g_options.ramp);
+  uint64_t last_done = start, last_cost = 0;
   while (__atomic_load_n(&g_writer_wake, __ATOMIC_ACQUIRE) == 0) {
     if (__atomic_exchange_n(&g_leak_check_requested, 0, __ATOMIC_ACQ_REL) != 0) {
       lock_snapshot_asleep();
@@ -370,14 +374,31 @@ void* writer_main(void*) {
       continue;
     }
     uint64_t now = sys::monotonic_ns();
-    if (now < next) {
-      sys::futex_wait(&g_writer_wake, 0, next - now);  // woken early for a leak check too
+    // A high-water snapshot waits out the ramp's floor since the last snapshot, and four times
+    // the last one's cost, as the ramp's do.
+    bool high_water = __atomic_load_n(&g_high_water_requested, __ATOMIC_ACQUIRE) != 0;
+    uint64_t high_water_at = last_done + snapshot_epoch_length(0, interval, last_cost, true);
+    if (high_water && now >= high_water_at && now < next) {
+      __atomic_store_n(&g_high_water_requested, 0, __ATOMIC_RELEASE);
+      lock_snapshot_asleep();
+      if (!g_exec_pending.load(std::memory_order_acquire)) write_snapshot_locked(SnapshotReason::kHighWater, 0, false);
+      g_snapshot_lock.unlock();
+      last_done = sys::monotonic_ns();
+      last_cost = last_done - now;
       continue;
     }
+    if (now < next) {
+      uint64_t until = high_water && high_water_at < next ? high_water_at : next;
+      sys::futex_wait(&g_writer_wake, 0, until - now);  // woken early for a leak check or the high water too
+      continue;
+    }
+    __atomic_store_n(&g_high_water_requested, 0, __ATOMIC_RELEASE);  // this one serves it
     lock_snapshot_asleep();
     if (!g_exec_pending.load(std::memory_order_acquire)) write_snapshot_locked(SnapshotReason::kPeriodic, 0, false);
     g_snapshot_lock.unlock();
     uint64_t done = sys::monotonic_ns();
+    last_done = done;
+    last_cost = done - now;
     uint64_t length = snapshot_epoch_length(done - start, interval, done - now, g_options.ramp);
     next += length;
     if (next <= done) next = done + length;  // a slow snapshot skips ticks rather than bursting
@@ -499,6 +520,7 @@ void fork_child() {
   __atomic_store_n(&g_teardown_phase, 0, __ATOMIC_RELAXED);
   g_exec_pending.store(false, std::memory_order_relaxed);
   g_writer_running = false;  // the parent's writer thread does not exist here
+  __atomic_store_n(&g_high_water_requested, 0, __ATOMIC_RELAXED);
   g_writer_tid = 0;
   if (g_runtime_state.load(std::memory_order_relaxed) == kActive && !g_final_written) {
     snapshot_writer_after_fork_child();
@@ -554,6 +576,7 @@ void runtime_init(RealFunctionResolver resolve_real_functions) {
     recorder_set_depth(static_cast<int>(g_options.depth));
     recorder_set_startup_depth(static_cast<int>(g_options.startup_depth));
     sampler_set_interval(g_options.sample);
+    high_water_init(g_options.high_water);
     stack_capture_init(g_options.unwind);
     module_map_refresh(epoch_current(), true);
     g_runtime_state.store(kActive, std::memory_order_release);
@@ -616,6 +639,11 @@ int64_t runtime_leak_check() {
   int64_t lost = leak_check_locked(LeakCheckTrigger::kRequest, SnapshotReason::kOnDemand, &program);
   g_snapshot_lock.unlock();
   return lost;
+}
+
+void runtime_request_high_water_snapshot() {
+  if (g_runtime_state.load(std::memory_order_acquire) != kActive || !g_writer_running) return;
+  if (__atomic_exchange_n(&g_high_water_requested, 1, __ATOMIC_ACQ_REL) == 0) sys::futex_wake(&g_writer_wake);
 }
 
 void runtime_request_leak_check() {

@@ -102,6 +102,10 @@ int64_t runtime_leak_check();
 // runtime_request_leak_check() has the writer thread run one (leak_check_signal). Async-signal-safe.
 void runtime_request_leak_check();
 
+// runtime_request_high_water_snapshot() has the writer thread write a snapshot of the high water
+// (high_water.h) as soon as the ramp's floor since the last one allows. Async-signal-safe.
+void runtime_request_high_water_snapshot();
+
 // runtime_stream_path() is the path of the stream this process writes (empty before start).
 const char* runtime_stream_path();
 

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 
+#include "core/high_water.h"
 #include "core/internal_alloc.h"
 #include "core/spin_lock.h"
 #include "core/startup_phase.h"
@@ -61,6 +62,7 @@ void on_thread_exit(void* data) {
   ThreadRecord& record = record_at(raw(state->slot));
   read_own_name(record.exit_name);
   record.exited.store(true, std::memory_order_release);
+  high_water_publish();  // what it moved is not lost to the total with it
 }
 
 // claim_slot() takes a released slot, or a new one for `fresh` (a state allocated beforehand, as

@@ -449,8 +449,11 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
       lost_at_check = capture_lost_sites(state, &lost_captures);
     }
     if (state.snapshot_count() > judged) return;
-    series.observe(state);
     capture_peak(state, &analysis->peak, &peak);
+    // A high-water snapshot was taken because a burst rose: it shows the peak, and is no sample
+    // of the sites' course, which periodic snapshots take at moments that owe nothing to it.
+    if (info.reason == internal::SnapshotReason::kHighWater && state.snapshot_count() != judged) return;
+    series.observe(state);
     capture.observe(state);
     if (capture.done()) series.finish(state);
   });

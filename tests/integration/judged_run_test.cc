@@ -334,6 +334,35 @@ TEST(JudgedRun, RingBufferOfRecentRepliesIsACacheAndTheServicePassesItsGate) {
   EXPECT_EQ(replies["live_bytes"], 300 * 4096);
 }
 
+TEST(JudgedRun, ABurstBetweenPeriodicSnapshotsIsSeenAtItsPeak) {
+  // One request holds a 256 MiB batch for half a second, between periodic snapshots 4 s apart.
+  // The high-water snapshot sees it within the least rise (64 MiB) of its top; without it, the
+  // peak is the service's 1.2 MiB.
+  auto peak_of = [](const std::vector<std::string>& options) {
+    std::string file = scratch_dir() + "/burst.lsc";
+    std::vector<std::string> run{"run", "-o", file, "--interval", "4s", "--option", "ramp=0"};
+    run.insert(run.end(), options.begin(), options.end());
+    for (const char* argument : {"--", "", "3000", "1000", "256", "500"}) run.push_back(argument);
+    run[run.size() - 5] = fixture("batch_burst_service");
+    Outcome outcome = leakscope(run);
+    EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+    Outcome report = leakscope({"report", "--format", "json", file});
+    EXPECT_EQ(report.exit_code, 0) << report.err;
+    return nlohmann::json::parse(report.out.empty() ? "{}" : report.out)["peak"];
+  };
+  nlohmann::json peak = peak_of({});
+  ASSERT_TRUE(peak.is_object());
+  EXPECT_GE(peak["tracked_bytes"].get<int64_t>(), int64_t{192} << 20) << peak.dump(1);
+  EXPECT_LE(peak["tracked_bytes"].get<int64_t>(), int64_t{258} << 20) << peak.dump(1);
+  EXPECT_GE(peak["time_s"].get<double>(), 1.0);
+  ASSERT_FALSE(peak["holders"].empty());
+  EXPECT_NE(peak["holders"][0]["name"].get<std::string>().find("assemble_batch"), std::string::npos) << peak.dump(1);
+  EXPECT_GE(peak["holders"][0]["bytes"].get<int64_t>(), int64_t{192} << 20);
+
+  nlohmann::json unseen = peak_of({"--option", "high_water=0"});
+  EXPECT_LT(unseen["tracked_bytes"].get<int64_t>(), int64_t{8} << 20) << unseen.dump(1);
+}
+
 TEST(JudgedRun, PythonServiceLeakingIntoAModuleDictIsALeakThatTeardownFrees) {
   Judged judged = judge({kPython, fixture_source("module_dict_service.py"), "400"});
   ASSERT_EQ(judged.run.out, "answered 400\n");

@@ -1,0 +1,52 @@
+// File: high_water.h
+//
+// Tracked host memory (heap, c10_cpu, mmap, brk) as the program's threads move it, kept cheaply
+// and approximately, so that the writer is asked for an extra snapshot when it rises well above the
+// highest any snapshot saw (the high_water option). A burst that comes and goes between two
+// periodic snapshots (a request that builds a 2 GiB batch for 300 ms) is then seen near its top,
+// with what held it, where it would otherwise leave no trace but a process killed for it.
+//
+// Each thread adds to a counter of its own and publishes it to the shared total a MiB at a time: a
+// hook pays one thread-local add and compare, and the total is off by at most a MiB per thread.
+#ifndef LEAKSCOPE_CORE_HIGH_WATER_H_
+#define LEAKSCOPE_CORE_HIGH_WATER_H_
+
+#include <stdint.h>
+
+#include "core/types.h"
+
+// Bytes this thread added to tracked host memory (or took from it) since it last published.
+extern __thread int64_t leakscope_tls_unpublished_bytes __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+namespace leakscope::internal {
+
+constexpr int64_t kHighWaterPublishBytes = int64_t{1} << 20;
+
+// high_water_publish() adds the thread's unpublished bytes to the total, and asks for a snapshot
+// when the total passes the bar. Async-signal-safe.
+void high_water_publish();
+
+// high_water_add() counts `bytes` more (or, negative, fewer) of tracked host memory.
+LS_ALWAYS_INLINE void high_water_add(int64_t bytes) {
+  leakscope_tls_unpublished_bytes += bytes;
+  if (LS_UNLIKELY(leakscope_tls_unpublished_bytes >= kHighWaterPublishBytes ||
+                  leakscope_tls_unpublished_bytes <= -kHighWaterPublishBytes)) {
+    high_water_publish();
+  }
+}
+
+// high_water_init() sets the least rise above the highest snapshot that asks for another (the
+// option; 0: never).
+void high_water_init(uint64_t least_rise);
+
+// high_water_after_snapshot() sets the bar from the total as a snapshot is written: the highest
+// total any snapshot saw, plus the larger of the least rise and an eighth of it. For the writer,
+// under the snapshot lock.
+void high_water_after_snapshot();
+
+// high_water_total() is the published total now (for tests and the writer).
+int64_t high_water_total();
+
+}  // namespace leakscope::internal
+
+#endif  // LEAKSCOPE_CORE_HIGH_WATER_H_
