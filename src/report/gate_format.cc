@@ -1,5 +1,7 @@
 #include "report/gate_format.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "report/frame_roles.h"
@@ -32,6 +34,8 @@ std::string gated_line(const char* label, const GatedGroup& group) {
   bool whole = group.live_bytes == 0;
   int64_t bytes = whole ? group.left_out_bytes : group.live_bytes;
   std::string line = fmt::format("{} {}: {}", label, group.name, format_bytes(bytes));
+  // A sampled estimate says how good it is, as the report does.
+  if (group.relative_error >= 0.005) line += fmt::format(" (±{:.0f}%)", std::min(100.0, 100 * group.relative_error));
   if (!whole) {
     line += fmt::format(", {}{}/min", group.growth_bytes_per_min >= 0 ? "+" : "",
                         format_bytes(static_cast<int64_t>(group.growth_bytes_per_min)));

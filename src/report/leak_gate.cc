@@ -43,6 +43,7 @@ GatedGroup gated_group(RunAnalysis& analysis, size_t index, const GateOptions& o
   gated.key = group_match_key(*group.user_frame);
   gated.freed_at_exit_bytes = group.freed_at_exit_bytes;
   gated.freed_when = freed_when(analysis);
+  gated.relative_error = sampled_precision(analysis, group).relative_error;
   for (uint32_t part : group.parts) {
     const SiteReport& site = analysis.sites[part];
     std::string why = left_out_by(analysis, site, options);

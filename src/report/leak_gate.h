@@ -72,6 +72,7 @@ struct GatedGroup {
   int64_t live_bytes = 0;      // what the gate counts: its sites that are neither residue nor suppressed
   int64_t left_out_bytes = 0;  // the rest, shown apart
   double growth_bytes_per_min = 0;  // its growth, in the share of the bytes counted
+  double relative_error = 0;  // of a sampled run's estimate of the group's bytes (SampledPrecision); 0 when exact
   int64_t freed_at_exit_bytes = 0;
   const char* freed_when = "at exit";  // when those went (report/analysis.h, freed_when())
   std::string left_out_by;  // why the gate left (some of) it out: runtime residue, a rule

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <map>
+#include <regex>
 
 #include "harness.h"
 
@@ -73,6 +74,19 @@ TEST(Sampling, EstimatesSayWhatTheyRestOnAndTheGateWhatItCannotSee) {
   Outcome gate = leakscope({"check", "--max-leaked", "128KiB", "--at", "end", file});
   EXPECT_NE(gate.err.find("note: a sampled run (one allocation recorded per 64.00 KiB on average)"), std::string::npos) << gate.err;
   EXPECT_NE(gate.err.find("so limits under 256.00 KiB pass without telling"), std::string::npos) << gate.err;
+}
+
+TEST(Sampling, TheGatesLineOfASampledLeakSaysHowPreciseItIs) {
+  std::string file = scratch_dir() + "/sampled_gate.lsc";
+  Outcome gate = leakscope({"run", "--sample", "4KiB", "--check", "-o", file, "--", fixture("steady_leak_ci"), "250"});
+  EXPECT_NE(gate.exit_code, 0) << gate.out << gate.err;
+  // Leaked records of 256 bytes, about one recorded per 16: a few hundred recorded, ±5-7%.
+  std::smatch found;
+  std::string out = gate.out + gate.err;
+  ASSERT_TRUE(std::regex_search(out, found, std::regex(R"(leak parse_record \(steady_leak_ci\.c:\d+\): [0-9.]+ [KM]iB \(±(\d+)%\))")))
+      << out;
+  EXPECT_GE(std::stoi(found[1]), 2);
+  EXPECT_LE(std::stoi(found[1]), 15);
 }
 
 TEST(Sampling, BadSampleSizeIsRejected) {
