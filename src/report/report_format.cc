@@ -464,8 +464,10 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
                                                      : " (freed since)";
       holders += fmt::format("{}{} {}{}", holders.empty() ? "" : " · ", frame_name(*holder.frame, 40), format_bytes(holder.bytes), verdict);
     }
-    out += wrap(fmt::format("peak: {} tracked at {:.1f} s (snapshot {}): {}", format_bytes(peak.tracked_bytes), peak.time_s,
-                            peak.snapshot, holders),
+    // The largest of sampled totals is the largest of their noise too: it reads high.
+    const char* estimate = analysis.state.process().sample_interval != 0 ? " (sampled: the largest of estimates, it may read high)" : "";
+    out += wrap(fmt::format("peak: {} tracked{} at {:.1f} s (snapshot {}): {}", format_bytes(peak.tracked_bytes), estimate,
+                            peak.time_s, peak.snapshot, holders),
                 "      ", "");
   }
   for (const ResidencyFinding& finding : analysis.findings) out += "\n" + wrap("Residency: " + finding.text, "");

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "harness.h"
+#include "support/unwrapped.h"
 
 namespace leakscope::testing {
 namespace {
@@ -71,6 +72,8 @@ TEST(Sampling, EstimatesSayWhatTheyRestOnAndTheGateWhatItCannotSee) {
   Outcome text = leakscope({"report", "--at", "end", file});
   EXPECT_NE(text.out.find("24.00 MiB in 3 blocks (recorded whole)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("(±3%: about "), std::string::npos) << text.out;
+  EXPECT_NE(unwrapped(text.out).find("tracked (sampled: the largest of estimates, it may read high) at"), std::string::npos)
+      << text.out;
   Outcome gate = leakscope({"check", "--max-leaked", "128KiB", "--at", "end", file});
   EXPECT_NE(gate.err.find("note: a sampled run (one allocation recorded per 64.00 KiB on average)"), std::string::npos) << gate.err;
   EXPECT_NE(gate.err.find("so limits under 256.00 KiB pass without telling"), std::string::npos) << gate.err;
