@@ -35,12 +35,17 @@ void high_water_init(uint64_t least_rise) {
   g_bar.store(g_least_rise != 0 ? g_least_rise : kNever, std::memory_order_relaxed);
 }
 
-void high_water_after_snapshot() {
+void high_water_after_snapshot(int64_t seen) {
   if (g_least_rise == 0) return;
-  int64_t total = g_total.load(std::memory_order_relaxed);
-  if (total > g_highest) g_highest = total;
+  if (seen > g_highest) g_highest = seen;
   int64_t rise = g_highest / 8 > g_least_rise ? g_highest / 8 : g_least_rise;
-  g_bar.store(g_highest + rise, std::memory_order_relaxed);
+  int64_t bar = g_highest + rise;
+  g_bar.store(bar, std::memory_order_relaxed);
+  // Passed already while the snapshot was written, by threads that may publish nothing more.
+  if (g_total.load(std::memory_order_relaxed) >= bar) {
+    g_bar.store(kNever, std::memory_order_relaxed);
+    runtime_request_high_water_snapshot();
+  }
 }
 
 int64_t high_water_total() { return g_total.load(std::memory_order_relaxed); }

@@ -6,8 +6,8 @@
 // periodic snapshots (a request that builds a 2 GiB batch for 300 ms) is then seen near its top,
 // with what held it, where it would otherwise leave no trace but a process killed for it.
 //
-// Each thread adds to a counter of its own and publishes it to the shared total a MiB at a time: a
-// hook pays one thread-local add and compare, and the total is off by at most a MiB per thread.
+// Each thread adds to a counter of its own and publishes it to the shared total 256 KiB at a time:
+// a hook pays one thread-local add and compare, and the total is off by at most that per thread.
 #ifndef LEAKSCOPE_CORE_HIGH_WATER_H_
 #define LEAKSCOPE_CORE_HIGH_WATER_H_
 
@@ -20,7 +20,10 @@ extern __thread int64_t leakscope_tls_unpublished_bytes __attribute__((tls_model
 
 namespace leakscope::internal {
 
-constexpr int64_t kHighWaterPublishBytes = int64_t{1} << 20;
+// Small enough that a pool of a few hundred threads each holding less than it stays well within
+// the least rise (200 threads: 50 MiB); large enough that a thread publishes once in thousands of
+// small allocations.
+constexpr int64_t kHighWaterPublishBytes = int64_t{256} << 10;
 
 // high_water_publish() adds the thread's unpublished bytes to the total, and asks for a snapshot
 // when the total passes the bar. Async-signal-safe.
@@ -39,10 +42,11 @@ LS_ALWAYS_INLINE void high_water_add(int64_t bytes) {
 // option; 0: never).
 void high_water_init(uint64_t least_rise);
 
-// high_water_after_snapshot() sets the bar from the total as a snapshot is written: the highest
-// total any snapshot saw, plus the larger of the least rise and an eighth of it. For the writer,
-// under the snapshot lock.
-void high_water_after_snapshot();
+// high_water_after_snapshot() sets the bar once a snapshot is written, from `seen`, the total as
+// it began (what it shows; threads go on allocating while it is written): the highest total any
+// snapshot saw, plus the larger of the least rise and an eighth of it. For the writer, under the
+// snapshot lock.
+void high_water_after_snapshot(int64_t seen);
 
 // high_water_total() is the published total now (for tests and the writer).
 int64_t high_water_total();

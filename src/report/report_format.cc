@@ -460,8 +460,14 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     std::string holders;
     for (size_t i = 0; i < peak.holders.size() && i < kPeakHoldersShown; ++i) {
       const PeakReport::Holder& holder = peak.holders[i];
-      std::string verdict = holder.group != SIZE_MAX ? fmt::format(" ({})", verdict_name(analysis.groups[holder.group].verdict))
-                                                     : " (freed since)";
+      std::string verdict = " (freed since)";
+      if (holder.group != SIZE_MAX) {
+        const GroupReport& now = analysis.groups[holder.group];
+        // A burst whose function keeps a few strings: what it held at the peak is what went.
+        verdict = now.live_bytes * 100 < holder.bytes
+                      ? fmt::format(" (freed since but for {}, {})", format_bytes(now.live_bytes), verdict_name(now.verdict))
+                      : fmt::format(" ({})", verdict_name(now.verdict));
+      }
       holders += fmt::format("{}{} {}{}", holders.empty() ? "" : " · ", frame_name(*holder.frame, 40), format_bytes(holder.bytes), verdict);
     }
     // The largest of sampled totals is the largest of their noise too: it reads high.

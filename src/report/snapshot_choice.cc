@@ -111,7 +111,16 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
         // where the freeing began, or from a snapshot since where they held more. One that had
         // stopped freeing (a test's fixture let go of its buffers, then the run went on) is judged
         // at the mark.
-        uint32_t shutdown = shutdown_start(marks, chosen.teardown, sample_interval != 0);
+        // High-water snapshots are taken at the top of a rise: where a burst's own free would read as
+        // the start of a shutdown. The fall is read from the others.
+        std::vector<SnapshotMark> paced;
+        std::vector<uint32_t> index_of;  // paced[i] is marks[index_of[i] - 1]
+        for (uint32_t i = 1; i <= chosen.teardown; ++i) {
+          if (marks[i - 1].reason == SnapshotReason::kHighWater) continue;
+          paced.push_back(marks[i - 1]);
+          index_of.push_back(i);
+        }
+        uint32_t shutdown = index_of[shutdown_start(paced, static_cast<uint32_t>(paced.size()), sample_interval != 0) - 1];
         const char* mark = chosen.main_returned ? "main returned" : "teardown begins: exit() or the interpreter's finalization";
         if (shutdown < chosen.teardown) {
           chosen.shutdown = shutdown;

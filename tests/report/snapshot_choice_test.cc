@@ -34,6 +34,19 @@ TEST(ShutdownChoice, AFallIntoTheMarkIsAShutdownFromWhereItBegan) {
   EXPECT_EQ(shutdown_of(run({100'000, 120'000, 150'000}, 149'900)), 0u) << "too little fell to be a shutdown";
 }
 
+// A high-water snapshot is taken at the top of a burst: the burst's own free before main returns
+// is no shutdown, unless periodic snapshots saw the fall too; a shutdown found among them keeps its
+// snapshot's index in the stream.
+TEST(ShutdownChoice, ABurstSeenOnlyByAHighWaterSnapshotIsNoShutdown) {
+  EXPECT_EQ(shutdown_of(run({1'000, 1'000, 400'000, 1'000}, 1'000,
+                            {SnapshotReason::kPeriodic, SnapshotReason::kPeriodic, SnapshotReason::kHighWater})),
+            0u);
+  EXPECT_EQ(shutdown_of(run({100'000, 150'000, 400'000, 140'000, 130'000}, 110'000,
+                            {SnapshotReason::kPeriodic, SnapshotReason::kPeriodic, SnapshotReason::kHighWater})),
+            2u)
+      << "the periodic fall, with the high-water snapshot in it passed over";
+}
+
 // An atexit handler cleared 3 000 records, a periodic snapshot fell in before the interpreter
 // finalized, and the mark holds a few blocks more than it: the shutdown began before the clear.
 // Before, the strict fall stopped at the mark and the run was judged with the records gone.
