@@ -156,6 +156,9 @@ std::string prometheus_metrics(RunAnalysis& analysis, const MetricsOptions& opti
     out.sample("leakscope_tracked_bytes", fmt::format("domain=\"{}\",", domain_name(static_cast<Domain>(d))),
                static_cast<double>(analysis.live_bytes_by_domain[d]));
   }
+  out.family("leakscope_peak_tracked_bytes", "gauge",
+             "The most tracked host bytes (heap, mmap, brk, c10_cpu) any snapshot saw up to the judged one, high-water snapshots of bursts included");
+  out.sample("leakscope_peak_tracked_bytes", "", static_cast<double>(analysis.peak.tracked_bytes));
   if (!analysis.devices.empty()) write_devices(analysis.devices, out);
   out.family("leakscope_own_memory_bytes", "gauge", "Memory leakscope itself holds in the process");
   out.sample("leakscope_own_memory_bytes", "", static_cast<double>(judged.overhead_bytes));

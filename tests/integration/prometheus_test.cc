@@ -123,6 +123,9 @@ TEST(Prometheus, ServeAnswersTheReportsFiguresAndRefusesBadAddressesAndLabels) {
             "verdict=\"leak\"} 1024000")
       << served.out;
   EXPECT_NE(served.out.find("\nleakscope_process_running{site=\"eu \\\"west\\\"\"} 0\n"), std::string::npos) << served.out;
+  std::string peak = metric_line(served.out, "leakscope_peak_tracked_bytes{");
+  ASSERT_FALSE(peak.empty()) << served.out;
+  EXPECT_GE(std::stod(peak.substr(peak.rfind(' ') + 1)), 1024000) << peak;
   EXPECT_NE(served.out.find("SERVE 0"), std::string::npos) << served.out;  // SIGTERM ends it cleanly
 
   // The Grafana dashboard in examples/: a dashboard's shape, over series the endpoint serves.
