@@ -48,7 +48,7 @@ void high_water_init(uint64_t least_rise);
 // snapshot lock.
 void high_water_after_snapshot(int64_t seen);
 
-// high_water_total() is the published total now (for tests and the writer).
+// high_water_total() is the published total now: what a snapshot beginning now sees of it.
 int64_t high_water_total();
 
 }  // namespace leakscope::internal

@@ -461,7 +461,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     for (size_t i = 0; i < peak.holders.size() && i < kPeakHoldersShown; ++i) {
       const PeakReport::Holder& holder = peak.holders[i];
       std::string verdict = " (freed since)";
-      if (holder.group != SIZE_MAX) {
+      if (holder.group != SIZE_MAX && analysis.groups[holder.group].live_bytes > 0) {
         const GroupReport& now = analysis.groups[holder.group];
         // A burst whose function keeps a few strings: what it held at the peak is what went.
         verdict = now.live_bytes * 100 < holder.bytes
