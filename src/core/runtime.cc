@@ -66,9 +66,12 @@ pid_t g_pid = 0;
 char g_output_path[kMaxPathLength];
 std::atomic<bool> g_disable_reported{false};
 
-// The writer thread sleeps on g_writer_wake, which becomes 1 when the final snapshot is asked of
-// it; g_final_state goes 0 (none) -> 1 (asked) -> 2 (written or given up) and is waited on.
+// g_writer_wake becomes 1 when the final snapshot is asked of the writer thread; g_final_state
+// goes 0 (none) -> 1 (asked) -> 2 (written or given up) and is waited on. The writer sleeps on
+// g_writer_knocks, which whoever asks it for something (knock_writer()) counts up first: a knock
+// between its look at what is asked and its sleep is not lost.
 int g_writer_wake = 0;
+int g_writer_knocks = 0;
 int g_final_state = 0;
 SnapshotReason g_final_reason = SnapshotReason::kExit;
 int g_final_signal = 0;
@@ -358,6 +361,12 @@ void write_final_snapshot(SnapshotReason reason, int signal_number) {
   g_runtime_state.store(kDisabled, std::memory_order_release);
 }
 
+// knock_writer() wakes the writer thread to look at what is asked of it. Async-signal-safe.
+void knock_writer() {
+  __atomic_add_fetch(&g_writer_knocks, 1, __ATOMIC_RELEASE);
+  sys::futex_wake(&g_writer_knocks);
+}
+
 void* writer_main(void*) {
   leakscope_tls_hook_depth = 1;  // the writer's own libc calls are never the program's
   __atomic_store_n(&g_writer_tid, sys::get_tid(), __ATOMIC_RELEASE);
@@ -367,7 +376,9 @@ void* writer_main(void*) {
   uint64_t start = sys::monotonic_ns();
   uint64_t next = start + snapshot_epoch_length(0, interval, 0, g_options.ramp);
   uint64_t last_done = start, last_cost = 0;
-  while (__atomic_load_n(&g_writer_wake, __ATOMIC_ACQUIRE) == 0) {
+  for (;;) {
+    int knocks = __atomic_load_n(&g_writer_knocks, __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&g_writer_wake, __ATOMIC_ACQUIRE) != 0) break;
     if (__atomic_exchange_n(&g_leak_check_requested, 0, __ATOMIC_ACQ_REL) != 0) {
       lock_snapshot_asleep();
       leak_check_locked(LeakCheckTrigger::kSignal, SnapshotReason::kOnDemand, nullptr);
@@ -390,7 +401,7 @@ void* writer_main(void*) {
     }
     if (now < next) {
       uint64_t until = high_water && high_water_at < next ? high_water_at : next;
-      sys::futex_wait(&g_writer_wake, 0, until - now);  // woken early for a leak check or the high water too
+      sys::futex_wait(&g_writer_knocks, knocks, until - now);
       continue;
     }
     __atomic_store_n(&g_high_water_requested, 0, __ATOMIC_RELEASE);  // this one serves it
@@ -449,7 +460,7 @@ void finish(SnapshotReason reason, int signal_number) {
     g_final_reason = reason;
     g_final_signal = signal_number;
     __atomic_store_n(&g_writer_wake, 1, __ATOMIC_RELEASE);
-    sys::futex_wake(&g_writer_wake);
+    knock_writer();
   }
   uint64_t deadline = sys::monotonic_ns() + kFinalSnapshotWaitNs;
   for (uint64_t now = sys::monotonic_ns(); __atomic_load_n(&g_final_state, __ATOMIC_ACQUIRE) != 2 && now < deadline;
@@ -644,13 +655,13 @@ int64_t runtime_leak_check() {
 
 void runtime_request_high_water_snapshot() {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || !g_writer_running) return;
-  if (__atomic_exchange_n(&g_high_water_requested, 1, __ATOMIC_ACQ_REL) == 0) sys::futex_wake(&g_writer_wake);
+  if (__atomic_exchange_n(&g_high_water_requested, 1, __ATOMIC_ACQ_REL) == 0) knock_writer();
 }
 
 void runtime_request_leak_check() {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || !g_writer_running) return;
   __atomic_store_n(&g_leak_check_requested, 1, __ATOMIC_RELEASE);
-  sys::futex_wake(&g_writer_wake);
+  knock_writer();
 }
 
 void runtime_finish(SnapshotReason reason) {
