@@ -11,43 +11,63 @@ namespace {
 
 constexpr int64_t kNever = INT64_MAX;
 
-constinit std::atomic<int64_t> g_total{0};
-constinit std::atomic<int64_t> g_bar{kNever};
 int64_t g_least_rise = 0;  // 0: off
-int64_t g_highest = 0;     // the highest total a snapshot saw; the writer's alone
+
+// One kind of memory's total and the bar it must pass to ask for a snapshot.
+struct Water {
+  std::atomic<int64_t> total{0};
+  std::atomic<int64_t> bar{kNever};
+  int64_t highest = 0;  // the highest total a snapshot saw; the writer's alone
+
+  // add() adds `delta` to the total and asks for a snapshot when that passes the bar.
+  void add(int64_t delta) {
+    int64_t now = total.fetch_add(delta, std::memory_order_relaxed) + delta;
+    if (delta > 0 && now >= bar.load(std::memory_order_relaxed)) ask();
+  }
+  // ask() asks once per bar: the writer sets the next one as it writes the snapshot.
+  void ask() {
+    bar.store(kNever, std::memory_order_relaxed);
+    runtime_request_high_water_snapshot();
+  }
+  void reset() {
+    highest = 0;
+    bar.store(g_least_rise != 0 ? g_least_rise : kNever, std::memory_order_relaxed);
+  }
+  void after_snapshot(int64_t seen) {
+    if (seen > highest) highest = seen;
+    int64_t rise = highest / 8 > g_least_rise ? highest / 8 : g_least_rise;
+    bar.store(highest + rise, std::memory_order_relaxed);
+    // Passed already while the snapshot was written, by threads that may publish nothing more.
+    if (total.load(std::memory_order_relaxed) >= highest + rise) ask();
+  }
+};
+
+constinit Water g_host;
+constinit Water g_device;
 
 }  // namespace
 
 void high_water_publish() {
   int64_t delta = leakscope_tls_unpublished_bytes;
   leakscope_tls_unpublished_bytes = 0;
-  int64_t total = g_total.fetch_add(delta, std::memory_order_relaxed) + delta;
-  if (delta > 0 && total >= g_bar.load(std::memory_order_relaxed)) {
-    // Asked once per bar: the writer sets the next one as it writes the snapshot.
-    g_bar.store(kNever, std::memory_order_relaxed);
-    runtime_request_high_water_snapshot();
-  }
+  g_host.add(delta);
 }
+
+void high_water_add_device(int64_t bytes) { g_device.add(bytes); }
 
 void high_water_init(uint64_t least_rise) {
   g_least_rise = least_rise > static_cast<uint64_t>(kNever / 2) ? kNever / 2 : static_cast<int64_t>(least_rise);
-  g_highest = 0;
-  g_bar.store(g_least_rise != 0 ? g_least_rise : kNever, std::memory_order_relaxed);
+  g_host.reset();
+  g_device.reset();
 }
 
-void high_water_after_snapshot(int64_t seen) {
+void high_water_after_snapshot(int64_t seen, int64_t device_seen) {
   if (g_least_rise == 0) return;
-  if (seen > g_highest) g_highest = seen;
-  int64_t rise = g_highest / 8 > g_least_rise ? g_highest / 8 : g_least_rise;
-  int64_t bar = g_highest + rise;
-  g_bar.store(bar, std::memory_order_relaxed);
-  // Passed already while the snapshot was written, by threads that may publish nothing more.
-  if (g_total.load(std::memory_order_relaxed) >= bar) {
-    g_bar.store(kNever, std::memory_order_relaxed);
-    runtime_request_high_water_snapshot();
-  }
+  g_host.after_snapshot(seen);
+  g_device.after_snapshot(device_seen);
 }
 
-int64_t high_water_total() { return g_total.load(std::memory_order_relaxed); }
+int64_t high_water_total() { return g_host.total.load(std::memory_order_relaxed); }
+int64_t high_water_device_total() { return g_device.total.load(std::memory_order_relaxed); }
 
 }  // namespace leakscope::internal

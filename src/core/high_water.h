@@ -4,7 +4,8 @@
 // and approximately, so that the writer is asked for an extra snapshot when it rises well above the
 // highest any snapshot saw (the high_water option). A burst that comes and goes between two
 // periodic snapshots (a request that builds a 2 GiB batch for 300 ms) is then seen near its top,
-// with what held it, where it would otherwise leave no trace but a process killed for it.
+// with what held it, where it would otherwise leave no trace but a process killed for it. Device
+// memory has a total and a bar of its own, as a CUDA out-of-memory error has its own moment.
 //
 // Each thread adds to a counter of its own and publishes it to the shared total 256 KiB at a time:
 // a hook pays one thread-local add and compare, and the total is off by at most that per thread.
@@ -38,6 +39,11 @@ LS_ALWAYS_INLINE void high_water_add(int64_t bytes) {
   }
 }
 
+// high_water_add_device() counts `bytes` more (or fewer) of device memory (cuda, cuda_managed and
+// c10_cuda blocks, not pinned host memory: a caching allocator's tensors count beside its segments, as either may rise
+// first). Device blocks are few and large: published at once.
+void high_water_add_device(int64_t bytes);
+
 // high_water_init() sets the least rise above the highest snapshot that asks for another (the
 // option; 0: never).
 void high_water_init(uint64_t least_rise);
@@ -46,10 +52,12 @@ void high_water_init(uint64_t least_rise);
 // it began (what it shows; threads go on allocating while it is written): the highest total any
 // snapshot saw, plus the larger of the least rise and an eighth of it. For the writer, under the
 // snapshot lock.
-void high_water_after_snapshot(int64_t seen);
+void high_water_after_snapshot(int64_t seen, int64_t device_seen);
 
-// high_water_total() is the published total now: what a snapshot beginning now sees of it.
+// high_water_total() and high_water_device_total() are the published totals now: what a snapshot
+// beginning now sees of them.
 int64_t high_water_total();
+int64_t high_water_device_total();
 
 }  // namespace leakscope::internal
 

@@ -281,7 +281,7 @@ int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final,
   if (g_final_written || g_runtime_state.load(std::memory_order_relaxed) != kActive) return -1;
   // Not from a fatal signal's handler, which may have stopped a thread inside the bookkeeping.
   if (reason != SnapshotReason::kSignal) recorder_unpark_in_use();
-  int64_t high_water_seen = high_water_total();
+  int64_t high_water_seen = high_water_total(), device_water_seen = high_water_device_total();
   int error = snapshot_writer_write(reason, signal_number, final, leak_check);
   if (final) g_final_written = true;
   if (error != 0) {
@@ -295,7 +295,7 @@ int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final,
     runtime_disable(text);
     return -1;
   }
-  high_water_after_snapshot(high_water_seen);
+  high_water_after_snapshot(high_water_seen, device_water_seen);
   say_budget_stage();
   return 0;
 }

@@ -170,14 +170,16 @@ std::vector<CapturedSite> capture_lost_sites(const RunState& state, SiteCaptures
   return sites;
 }
 
-void capture_peak(const RunState& state, PeakReport* peak, PeakCapture* capture) {
-  int64_t tracked = host_bytes(state.live_bytes_by_domain());
+// capture_peak() takes the snapshot just read as the peak when `tracked` is more than the peak so
+// far, keeping the sites `counted` counts live there.
+template <typename Counted>
+void capture_peak(const RunState& state, int64_t tracked, Counted counted, PeakReport* peak, PeakCapture* capture) {
   if (tracked <= peak->tracked_bytes) return;
   peak->snapshot = state.snapshot_count();
   peak->time_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
   peak->tracked_bytes = tracked;
   const auto& sites = state.sites();
-  auto held = [&](size_t id) { return sites[id].known && sites[id].live_bytes > 0 && is_host_domain(sites[id].domain); };
+  auto held = [&](size_t id) { return sites[id].known && sites[id].live_bytes > 0 && counted(id); };
   size_t count = 0;
   for (size_t id = 1; id < sites.size(); ++id) count += held(id);
   capture->sites.clear();
@@ -185,6 +187,60 @@ void capture_peak(const RunState& state, PeakReport* peak, PeakCapture* capture)
   for (size_t id = 1; id < sites.size(); ++id) {
     if (held(id)) capture->sites.emplace_back(static_cast<uint32_t>(id), sites[id].live_bytes);
   }
+}
+
+void capture_host_peak(const RunState& state, PeakReport* peak, PeakCapture* capture) {
+  capture_peak(state, host_bytes(state.live_bytes_by_domain()), [&](size_t id) { return is_host_domain(state.sites()[id].domain); },
+               peak, capture);
+}
+
+// What the reading pass keeps of the device peak: its sites, and the cuda sites known so far to be
+// a caching allocator's reserve by their stacks (through libc10_cuda), read once each.
+struct DevicePeakCapture {
+  PeakCapture held;
+  size_t sites_read = 1;
+  std::unordered_set<uint32_t> allocator_segments;
+
+  // read_new_sites() looks at the stacks of the cuda sites defined since the last snapshot.
+  void read_new_sites(const RunState& state) {
+    for (; sites_read < state.sites().size() && state.sites()[sites_read].known; ++sites_read) {
+      const Site& site = state.sites()[sites_read];
+      if (site.domain != Domain::kCuda || site.stack >= state.stacks().size()) continue;
+      for (uint64_t frame : state.frames(state.stacks()[site.stack])) {
+        if ((frame & internal::kInterpretedFrameTag) != 0) continue;
+        auto module = std::find_if(state.modules().begin(), state.modules().end(),
+                                   [&](const Module& m) { return m.contains(frame); });
+        if (module != state.modules().end() && module_base_name(module->path).rfind("libc10_cuda", 0) == 0) {
+          allocator_segments.insert(static_cast<uint32_t>(sites_read));
+          break;
+        }
+      }
+    }
+  }
+  bool reserve(const RunState& state, uint32_t site) const {
+    return state.held_inner_blocks(site) || allocator_segments.count(site) != 0;
+  }
+};
+
+// A device's memory as the program holds it: tensors (c10_cuda), managed memory, and the driver's
+// blocks outside a caching allocator's reserve (device_layers.h: segments, which stay when their
+// tensors go, hold them).
+void capture_device_peak(const RunState& state, PeakReport* peak, DevicePeakCapture* capture) {
+  capture->read_new_sites(state);
+  const auto& by_domain = state.live_bytes_by_domain();
+  auto at = [&](Domain domain) { return by_domain[static_cast<size_t>(domain)]; };
+  int64_t reserve = 0;
+  for (uint32_t site : state.sites_that_held_inner_blocks()) {
+    if (site < state.sites().size() && capture->allocator_segments.count(site) == 0) reserve += state.sites()[site].live_bytes;
+  }
+  for (uint32_t site : capture->allocator_segments) reserve += state.sites()[site].live_bytes;
+  int64_t held = at(Domain::kC10Cuda) + at(Domain::kCudaManaged) + std::max<int64_t>(0, at(Domain::kCuda) - reserve);
+  auto counted = [&](size_t id) {
+    Domain domain = state.sites()[id].domain;
+    return domain == Domain::kC10Cuda || domain == Domain::kCudaManaged ||
+           (domain == Domain::kCuda && !capture->reserve(state, static_cast<uint32_t>(id)));
+  };
+  capture_peak(state, held, counted, peak, &capture->held);
 }
 
 // What sampled_precision() sums over a group's sites.
@@ -353,17 +409,23 @@ void build_groups(RunAnalysis& analysis, GroupKeys& keys) {
   for (SiteReport& site : analysis.sites) site.group = new_index[site.group];
 }
 
-void build_peak_holders(RunAnalysis& analysis, const PeakCapture& capture, GroupKeys& keys) {
+void build_peak_holders(RunAnalysis& analysis, PeakReport* peak, const PeakCapture& capture, GroupKeys& keys) {
   std::unordered_map<GroupKey, size_t, GroupKeyHash> by_key;
-  std::vector<PeakReport::Holder>& holders = analysis.peak.holders;
-  for (const auto& [site, bytes] : capture.sites) {
+  std::vector<PeakReport::Holder>& holders = peak->holders;
+  // Keyed as the groups are: the driver's blocks never one with the program's objects.
+  auto key_of = [&](uint32_t site) {
     NamedKey key = keys.of(site);
+    key.key.driver_layer = is_driver_domain(analysis.state.sites()[site].domain);
+    return key;
+  };
+  for (const auto& [site, bytes] : capture.sites) {
+    NamedKey key = key_of(site);
     auto [found, inserted] = by_key.emplace(key.key, holders.size());
     if (inserted) holders.push_back({key.frame, 0, SIZE_MAX});
     holders[found->second].bytes += bytes;
   }
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
-    auto holder = by_key.find(keys.of(analysis.capture_of(analysis.sites[analysis.groups[g].parts[0]]).site).key);
+    auto holder = by_key.find(key_of(analysis.capture_of(analysis.sites[analysis.groups[g].parts[0]]).site).key);
     if (holder != by_key.end() && holders[holder->second].group == SIZE_MAX) holders[holder->second].group = g;
   }
   std::stable_sort(holders.begin(), holders.end(),
@@ -438,6 +500,7 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   LiveSeries& series = *analysis->series;
   JudgedCapture capture(analysis->at);
   PeakCapture peak;
+  DevicePeakCapture device_peak;
   SiteCaptures lost_captures;
   std::vector<CapturedSite> lost_at_check;
   read_run(reader, 0, &analysis->state, [&](const RunState& state) {
@@ -449,7 +512,8 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
       lost_at_check = capture_lost_sites(state, &lost_captures);
     }
     if (state.snapshot_count() > judged) return;
-    capture_peak(state, &analysis->peak, &peak);
+    capture_host_peak(state, &analysis->peak, &peak);
+    capture_device_peak(state, &analysis->device_peak, &device_peak);
     // A high-water snapshot was taken because a burst rose: it shows the peak, and is no sample
     // of the sites' course, which periodic snapshots take at moments that owe nothing to it.
     if (info.reason == internal::SnapshotReason::kHighWater && state.snapshot_count() != judged) return;
@@ -550,7 +614,8 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   std::stable_sort(analysis->lost_groups.begin(), analysis->lost_groups.end(), [&](size_t a, size_t b) {
     return analysis->groups[a].lost.total_bytes() > analysis->groups[b].lost.total_bytes();
   });
-  build_peak_holders(*analysis, peak, keys);
+  build_peak_holders(*analysis, &analysis->peak, peak, keys);
+  build_peak_holders(*analysis, &analysis->device_peak, device_peak.held, keys);
 
   // Live bytes now are those of the judged sites (a teardown mark may take some from the
   // snapshots before it). An owner grows at its part of the program's leaks: each leak's growth

@@ -107,7 +107,9 @@ struct ResidencyFinding {
   std::string text;
 };
 
-// When tracked host bytes peaked, up to the judged snapshot, and what held them.
+// When tracked host bytes peaked, up to the judged snapshot, and what held them; or, as the device
+// peak, device memory the program held (tensors, and the driver's blocks outside a caching
+// allocator's reserve).
 struct PeakReport {
   struct Holder {
     const SymbolizedFrame* frame = nullptr;  // the first user frame, or the innermost frame when there is none
@@ -157,6 +159,7 @@ struct RunAnalysis {
   // residue aside; most lost bytes first. Whether and how the run was scanned: state.leak_check().
   std::vector<size_t> lost_groups;
   PeakReport peak;
+  PeakReport device_peak;  // snapshot 0 when no device memory was tracked
   TeardownReport teardown;
   std::unique_ptr<Symbolizer> symbolizer;  // over `state`
   FrameRoles roles;

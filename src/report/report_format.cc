@@ -352,14 +352,17 @@ nlohmann::json report_members(const RunAnalysis& analysis, const ReportOptions& 
   };
   document["by_task"] = owners_json(analysis.by_task, false);
   document["by_thread"] = owners_json(analysis.by_thread, true);
-  nlohmann::json holders = nlohmann::json::array();
-  for (const PeakReport::Holder& holder : analysis.peak.holders) {
-    if (holders.size() >= options.top) break;
-    holders.push_back({{"name", frame_name(*holder.frame, 40)}, {"bytes", holder.bytes},
-                       {"group", holder.group != SIZE_MAX ? nlohmann::json(holder.group) : nlohmann::json()}});
-  }
-  document["peak"] = {{"snapshot", analysis.peak.snapshot}, {"time_s", analysis.peak.time_s},
-                      {"tracked_bytes", analysis.peak.tracked_bytes}, {"holders", holders}};
+  auto peak_json = [&](const PeakReport& peak) {
+    nlohmann::json holders = nlohmann::json::array();
+    for (const PeakReport::Holder& holder : peak.holders) {
+      if (holders.size() >= options.top) break;
+      holders.push_back({{"name", frame_name(*holder.frame, 40)}, {"bytes", holder.bytes},
+                         {"group", holder.group != SIZE_MAX ? nlohmann::json(holder.group) : nlohmann::json()}});
+    }
+    return nlohmann::json{{"snapshot", peak.snapshot}, {"time_s", peak.time_s}, {"tracked_bytes", peak.tracked_bytes}, {"holders", holders}};
+  };
+  document["peak"] = peak_json(analysis.peak);
+  document["device_peak"] = analysis.device_peak.snapshot != 0 ? peak_json(analysis.device_peak) : nlohmann::json();
   document["teardown"] = analysis.teardown.mark == 0
                              ? nlohmann::json()
                              : nlohmann::json{{"snapshot", analysis.teardown.mark},
@@ -429,6 +432,24 @@ void write_report_json(const RunAnalysis& analysis, const ReportOptions& options
   write_json(out, report_members(analysis, options), report_arrays(analysis, options, folder));
 }
 
+// peak_holders_text() names what held `peak`, each with the verdict of its group now.
+std::string peak_holders_text(const RunAnalysis& analysis, const PeakReport& peak) {
+  std::string holders;
+  for (size_t i = 0; i < peak.holders.size() && i < kPeakHoldersShown; ++i) {
+    const PeakReport::Holder& holder = peak.holders[i];
+    std::string verdict = " (freed since)";
+    if (holder.group != SIZE_MAX && analysis.groups[holder.group].live_bytes > 0) {
+      const GroupReport& now = analysis.groups[holder.group];
+      // A burst whose function keeps a few strings: what it held at the peak is what went.
+      verdict = now.live_bytes * 100 < holder.bytes
+                    ? fmt::format(" (freed since but for {}, {})", format_bytes(now.live_bytes), verdict_name(now.verdict))
+                    : fmt::format(" ({})", verdict_name(now.verdict));
+    }
+    holders += fmt::format("{}{} {}{}", holders.empty() ? "" : " · ", frame_name(*holder.frame, 40), format_bytes(holder.bytes), verdict);
+  }
+  return holders;
+}
+
 std::string report_text(const RunAnalysis& analysis, const ReportOptions& options) {
   std::string out = run_header_text(header_of(analysis), "leakscope report");
   if (analysis.state.leak_check()) {
@@ -455,25 +476,17 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     out += fmt::format("\nRSS      {}  {}\n", sparkline(rss, kSparkWidth, scale), format_bytes(static_cast<int64_t>(rss.back())));
     out += fmt::format("tracked  {}  {}\n", sparkline(tracked, kSparkWidth, scale), format_bytes(static_cast<int64_t>(tracked.back())));
   }
-  const PeakReport& peak = analysis.peak;
-  if (peak.snapshot != 0) {
-    std::string holders;
-    for (size_t i = 0; i < peak.holders.size() && i < kPeakHoldersShown; ++i) {
-      const PeakReport::Holder& holder = peak.holders[i];
-      std::string verdict = " (freed since)";
-      if (holder.group != SIZE_MAX && analysis.groups[holder.group].live_bytes > 0) {
-        const GroupReport& now = analysis.groups[holder.group];
-        // A burst whose function keeps a few strings: what it held at the peak is what went.
-        verdict = now.live_bytes * 100 < holder.bytes
-                      ? fmt::format(" (freed since but for {}, {})", format_bytes(now.live_bytes), verdict_name(now.verdict))
-                      : fmt::format(" ({})", verdict_name(now.verdict));
-      }
-      holders += fmt::format("{}{} {}{}", holders.empty() ? "" : " · ", frame_name(*holder.frame, 40), format_bytes(holder.bytes), verdict);
-    }
-    // The largest of sampled totals is the largest of their noise too: it reads high.
-    const char* estimate = analysis.state.process().sample_interval != 0 ? " (sampled: the largest of estimates, it may read high)" : "";
-    out += wrap(fmt::format("peak: {} tracked{} at {:.1f} s (snapshot {}): {}", format_bytes(peak.tracked_bytes), estimate,
-                            peak.time_s, peak.snapshot, holders),
+  // The largest of sampled totals is the largest of their noise too: it reads high.
+  const char* estimate = analysis.state.process().sample_interval != 0 ? " (sampled: the largest of estimates, it may read high)" : "";
+  if (analysis.peak.snapshot != 0) {
+    out += wrap(fmt::format("peak: {} tracked{} at {:.1f} s (snapshot {}): {}", format_bytes(analysis.peak.tracked_bytes),
+                            estimate, analysis.peak.time_s, analysis.peak.snapshot, peak_holders_text(analysis, analysis.peak)),
+                "      ", "");
+  }
+  if (analysis.device_peak.snapshot != 0) {
+    const PeakReport& device = analysis.device_peak;
+    out += wrap(fmt::format("device peak: {} in tensors and device blocks at {:.1f} s (snapshot {}): {}",
+                            format_bytes(device.tracked_bytes), device.time_s, device.snapshot, peak_holders_text(analysis, device)),
                 "      ", "");
   }
   for (const ResidencyFinding& finding : analysis.findings) out += "\n" + wrap("Residency: " + finding.text, "");

@@ -410,6 +410,7 @@ class RunState {
     return found != inner_bytes_.end() ? found->second : 0;
   }
   bool held_inner_blocks(uint32_t site) const { return held_inner_.count(site) != 0; }
+  const std::unordered_set<uint32_t>& sites_that_held_inner_blocks() const { return held_inner_; }
   const std::unordered_map<uint32_t, int64_t>& inner_bytes_by_site() const { return inner_bytes_; }
 
   // release_counters() lets go of the triples and of each site's births and lifetimes, keeping

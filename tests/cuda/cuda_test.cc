@@ -210,6 +210,9 @@ TEST(Cuda, TensorsKeptAliveAreALeakInsideTheCachingAllocatorsReserveWhichIsNot) 
   for (const auto& task : report["by_task"]) owned += task["live_bytes"].get<int64_t>();
   EXPECT_GE(owned, 40 * kMiB);
   EXPECT_LT(owned, 41 * kMiB);
+  // The device peak is the kept tensors, not the segments around them.
+  EXPECT_EQ(report["device_peak"]["tracked_bytes"], 40 * kMiB) << report["device_peak"].dump(1);
+  EXPECT_NE(report["device_peak"]["holders"][0]["name"].get<std::string>().find("forward"), std::string::npos);
   Outcome text = leakscope({"report", file});
   EXPECT_NE(text.out.find("device 0: cuda 60.00 MiB (40.00 MiB of it in c10_cuda tensors) · c10_cuda 40.00 MiB"), std::string::npos)
       << text.out;
@@ -249,6 +252,30 @@ TEST(Cuda, TensorsKeptAliveAreALeakInsideTheCachingAllocatorsReserveWhichIsNot) 
                                     "leakscope_device_driver_total_bytes{device=\"0\"} 85899345920\n"}) {
     EXPECT_NE(served.out.find("\n" + series), std::string::npos) << series << " in\n" << served.out;
   }
+}
+
+TEST(Cuda, ABurstOfTensorsBetweenPeriodicSnapshotsIsTheDevicePeak) {
+  // Halfway through small requests, one holds 16 tensors of 16 MiB for 500 ms, between periodic
+  // snapshots 4 s apart: a high-water snapshot of device memory sees them, and the device peak is
+  // theirs, not the reserve's segments that stay after them. Without it, nothing the program held
+  // on the device outside the reserve was ever seen.
+  auto device_peak = [](const std::string& file, const std::string& high_water) {
+    Outcome run = leakscope(cuda_run(file, {fixture("caching_allocator_service"), "burst", "30"},
+                                     {"--cuda", "--interval", "4s", "--option", "ramp=0", "--option", "high_water=" + high_water}));
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    Outcome report = leakscope({"report", "--format", "json", file});
+    EXPECT_EQ(report.exit_code, 0) << report.err;
+    return nlohmann::json::parse(report.out.empty() ? "{}" : report.out)["device_peak"];
+  };
+  nlohmann::json peak = device_peak(scratch_dir() + "/burst.lsc", "64MiB");
+  ASSERT_TRUE(peak.is_object()) << peak.dump();
+  EXPECT_GE(peak["tracked_bytes"].get<int64_t>(), 256 * kMiB - 64 * kMiB) << peak.dump(1);
+  EXPECT_LE(peak["tracked_bytes"].get<int64_t>(), 258 * kMiB) << peak.dump(1);
+  ASSERT_FALSE(peak["holders"].empty());
+  EXPECT_NE(peak["holders"][0]["name"].get<std::string>().find("forward_large_batch"), std::string::npos) << peak.dump(1);
+
+  nlohmann::json unseen = device_peak(scratch_dir() + "/unseen.lsc", "0");
+  EXPECT_TRUE(unseen.is_null()) << unseen.dump(1);
 }
 
 TEST(Cuda, AReserveThatOnlyGrowsIsTheCachingAllocatorsNotALeak) {
