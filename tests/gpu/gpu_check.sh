@@ -4,8 +4,8 @@
 # BUNDLE is what tests/gpu/bundle.sh made of a build (bin/leakscope, lib/libleakscope.so and the
 # libraries they need), or a build directory on a machine that has those. Builds its CUDA programs
 # with nvcc, runs each untraced and under `leakscope run --cuda`, checks the leak sites and bytes,
-# compares c10_cuda with torch.cuda.memory_allocated() and cuda with memory_reserved(), times both
-# runs, and writes everything to OUT_DIR/gpu_check.txt. Exits 1 when a check fails.
+# compares c10_cuda with torch.cuda.memory_allocated() and cuda with memory_reserved() and the
+# device peak with max_memory_allocated(), times both runs, and writes everything to OUT_DIR/gpu_check.txt. Exits 1 when a check fails.
 set -uo pipefail
 bundle=$(cd "$1" && pwd)
 out=$(mkdir -p "$2" && cd "$2" && pwd)
@@ -78,6 +78,17 @@ for mode in keep reserve; do
     check "torch-reserve-passes-gate" "$leakscope" check "$work/torch-$mode.lsc" --max-leaked 1MiB
   fi
 done
+
+# A 2 GiB batch held for half a second between periodic snapshots 4 s apart: the device peak, from
+# a high-water snapshot, is torch's own high-water mark within the least rise.
+"$leakscope" run --cuda --interval 4s --option ramp=0 -o "$work/torch-burst.lsc" -- "$python" "$here/torch_cuda_service.py" burst "$work/burst-figures.json" >>"$log" 2>&1
+"$leakscope" report --format json "$work/torch-burst.lsc" >"$work/torch-burst-report.json" 2>>"$log"
+device_peak=$(json "$work/torch-burst-report.json" "(d['device_peak'] or {}).get('tracked_bytes', 0)")
+most=$(json "$work/burst-figures.json" "d['max_memory_allocated']")
+say "torch (burst): device peak $device_peak vs max_memory_allocated $most"
+check "torch-burst-device-peak-near-torchs-own" [ "$device_peak" -ge $((most - (64 << 20))) ]
+check "torch-burst-device-peak-not-above-it" [ "$device_peak" -le $((most + (64 << 20))) ]
+"$leakscope" report "$work/torch-burst.lsc" | grep -A2 "^device peak" >>"$log"
 
 say "checks failed: $failures"
 cp "$work"/*.lsc "$out/" 2>/dev/null
