@@ -210,7 +210,7 @@ struct DevicePeakCapture {
         if ((frame & internal::kInterpretedFrameTag) != 0) continue;
         auto module = std::find_if(state.modules().begin(), state.modules().end(),
                                    [&](const Module& m) { return m.contains(frame); });
-        if (module != state.modules().end() && module_base_name(module->path).rfind("libc10_cuda", 0) == 0) {
+        if (module != state.modules().end() && is_caching_allocator_module(module->path)) {
           allocator_segments.insert(static_cast<uint32_t>(sites_read));
           break;
         }

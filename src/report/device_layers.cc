@@ -14,10 +14,12 @@ const char* caching_allocator_reserve(const RunState& state, uint32_t site,
   if (site >= state.sites().size() || state.sites()[site].domain != Domain::kCuda) return nullptr;
   if (state.held_inner_blocks(site)) return kCachingAllocatorReserve;
   for (const SymbolizedFrame* frame : frames) {
-    if (module_base_name(frame->module).rfind("libc10_cuda", 0) == 0) return kCachingAllocatorReserve;
+    if (is_caching_allocator_module(frame->module)) return kCachingAllocatorReserve;
   }
   return nullptr;
 }
+
+bool is_caching_allocator_module(const std::string& path) { return module_base_name(path).rfind("libc10_cuda", 0) == 0; }
 
 bool is_driver_domain(Domain domain) {
   return domain == Domain::kCuda || domain == Domain::kCudaHost || domain == Domain::kCudaManaged;

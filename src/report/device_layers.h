@@ -26,6 +26,10 @@ extern const char* const kCachingAllocatorReserve;
 const char* caching_allocator_reserve(const RunState& state, uint32_t site,
                                       const std::vector<const SymbolizedFrame*>& frames);
 
+// is_caching_allocator_module() tells whether the module at `path` is PyTorch's CUDA caching
+// allocator (libc10_cuda), through which a reserve's segments are allocated.
+bool is_caching_allocator_module(const std::string& path);
+
 // is_driver_domain() is true for cuda, cuda_host and cuda_managed: memory the driver hands out, the
 // layer beneath the program's objects, grouped apart from them.
 bool is_driver_domain(Domain domain);
