@@ -39,9 +39,9 @@ LS_ALWAYS_INLINE void high_water_add(int64_t bytes) {
   }
 }
 
-// high_water_add_device() counts `bytes` more (or fewer) of device memory (cuda, cuda_managed and
-// c10_cuda blocks, not pinned host memory: a caching allocator's tensors count beside its segments, as either may rise
-// first). Device blocks are few and large: published at once.
+// high_water_add_device() counts `bytes` more (or fewer) of device memory: cuda, cuda_managed and
+// c10_cuda blocks, not pinned host memory. A caching allocator's tensors count beside its
+// segments, as either may rise first. Device blocks are few and large: published at once.
 void high_water_add_device(int64_t bytes);
 
 // high_water_init() sets the least rise above the highest snapshot that asks for another (the

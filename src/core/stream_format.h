@@ -90,7 +90,7 @@ enum class SnapshotReason : uint32_t {
   kExec = 6,            // the last one before exec replaces the program (not final: exec may fail)
   kMainReturned = 7,    // teardown begins at main's return: main's own locals are already destroyed
   kQuickExit = 8,       // the final one at quick_exit(): at_quick_exit handlers run after it
-  kHighWater = 9,       // tracked host memory rose well above every snapshot before (the high_water option)
+  kHighWater = 9,       // tracked host or device memory rose well above every snapshot before (high_water)
 };
 
 // A stack frame with this bit set is a frame of interpreted code, not a return address:
