@@ -115,7 +115,7 @@ struct ProbedSlots {
   bool make_room() {
     if ((count + 1) * uint64_t{8} <= capacity * uint64_t{7}) return true;
     uint32_t grown_capacity = capacity == 0 ? kInitialCapacity : capacity * 2;
-    auto* grown = static_cast<Slot*>(internal_alloc(size_t{grown_capacity} * sizeof(Slot)));
+    auto* grown = static_cast<Slot*>(internal_alloc_populated(size_t{grown_capacity} * sizeof(Slot)));
     if (grown == nullptr) return false;
     Slot* old_slots = slots;
     uint32_t old_capacity = capacity;

@@ -122,7 +122,7 @@ class InternTable {
   static std::atomic_ref<Entry*> next_of(Entry* entry) { return std::atomic_ref<Entry*>(entry->next); }
 
   static Buckets* make_buckets(size_t count) {
-    auto* buckets = static_cast<Buckets*>(internal_alloc(sizeof(Buckets) + count * sizeof(std::atomic<Entry*>)));
+    auto* buckets = static_cast<Buckets*>(internal_alloc_populated(sizeof(Buckets) + count * sizeof(std::atomic<Entry*>)));
     if (buckets != nullptr) buckets->mask = count - 1;
     return buckets;
   }

@@ -61,8 +61,8 @@ size_t round_to_pages(size_t size) {
   return (size + page - 1) & ~(page - 1);
 }
 
-void* map_counted(size_t size) {
-  void* memory = sys::map_anonymous(size);
+void* map_counted(size_t size, bool populate = false) {
+  void* memory = sys::map_anonymous(size, populate);
   if (memory == nullptr) return nullptr;
   size_t mapped = g_allocator.mapped_bytes.fetch_add(size, std::memory_order_relaxed) + size;
   size_t peak = g_allocator.peak_mapped_bytes.load(std::memory_order_relaxed);
@@ -116,14 +116,13 @@ bool keep(void* memory, size_t mapped) {
   return false;
 }
 
-}  // namespace
-
-void* internal_alloc(size_t size) {
+// allocate() is internal_alloc(), mapping a large block with its pages populated when asked.
+void* allocate(size_t size, bool populate) {
   if (size == 0) size = 1;
   if (size > (size_t{1} << kMaxClassShift)) {
     size_t mapped = round_to_pages(size);
-    void* kept = take_kept(mapped);
-    return kept != nullptr ? kept : map_counted(mapped);
+    void* kept = take_kept(mapped);  // its pages are in already: they were written when zeroed
+    return kept != nullptr ? kept : map_counted(mapped, populate);
   }
 
   size_t index = class_index(size);
@@ -137,6 +136,12 @@ void* internal_alloc(size_t size) {
   }
   return carve(g_allocator.classes, block_size);
 }
+
+}  // namespace
+
+void* internal_alloc(size_t size) { return allocate(size, false); }
+
+void* internal_alloc_populated(size_t size) { return allocate(size, true); }
 
 void* internal_alloc_permanent(size_t size) {
   size = (size + 15) & ~size_t{15};

@@ -20,6 +20,12 @@ namespace leakscope::internal {
 // memory. Thread-safe, allocation-free with respect to malloc; not signal-safe (takes a lock).
 void* internal_alloc(size_t size);
 
+// internal_alloc_populated() is internal_alloc() for an array the caller is about to fill whole
+// (a hash table's slots as it grows): a fresh mapping's pages come in at once. Faulted in one at a
+// time, each is read first (the probe for an empty slot maps the shared zero page) and then
+// written, and that second fault flushes the TLB of every CPU the program's threads run on.
+void* internal_alloc_populated(size_t size);
+
 // internal_free() returns memory from internal_alloc(); `size` must be the size asked for.
 void internal_free(void* pointer, size_t size);
 

@@ -17,9 +17,9 @@ namespace leakscope::internal::sys {
 // syscall(2) returns -1 and sets errno; these helpers turn that into -errno.
 static long checked(long result) { return result == -1 ? -errno : result; }
 
-void* map_anonymous(size_t size) {
+void* map_anonymous(size_t size, bool populate) {
   long result = syscall(SYS_mmap, nullptr, size, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                        MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0), -1, 0);
   return result == -1 ? nullptr : reinterpret_cast<void*>(result);
 }
 

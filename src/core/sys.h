@@ -13,8 +13,9 @@
 
 namespace leakscope::internal::sys {
 
-// map_anonymous() returns `size` bytes of zeroed private memory, or nullptr.
-void* map_anonymous(size_t size);
+// map_anonymous() returns `size` bytes of zeroed private memory, or nullptr. With `populate` the
+// kernel maps every page in at once, rather than at each page's first touch.
+void* map_anonymous(size_t size, bool populate = false);
 // unmap() releases memory from map_anonymous().
 void unmap(void* address, size_t size);
 
