@@ -102,7 +102,7 @@ uintptr_t thread_state(const Walker& w, bool* own) {
 
 // Where this thread's outermost import frame was at its last walk (0: it was not importing). An
 // import runs for a long while under the same outermost frame, allocating at every step: a walk
-// that finds that frame again starts reading there (import_frames_only()).
+// that finds that frame again passes over the frames inward of it (WalkScope).
 struct ImportHint {
   uintptr_t frame;
   uintptr_t code;
@@ -120,12 +120,19 @@ uintptr_t hinted_frame(const PythonLayout& layout, uintptr_t chain) {
   return 0;
 }
 
+// Which frames a walk must read. A start-up stack of an import keeps only the code that imports,
+// outward of the outermost import frame, and its innermost frame: the hook's caller, or when that
+// caller is the evaluation loop itself, the innermost Python frame. The frames in between are
+// passed over when the last walk's outermost import frame is still on the chain.
+enum class WalkScope {
+  kWhole,
+  kImportCallers,                 // the frames from the outermost import frame out
+  kInnermostAndImportCallers,     // those, after the innermost frame read
+};
+
 // walk() reads this thread's Python frames into `stack`. Without the GIL too: only this thread
-// changes its own frame chain, and each frame holds its code object alive. With
-// `import_frames_only`, the frames inward of the last walk's outermost import frame are passed
-// over when that frame is still on the chain: the caller keeps none of them (a start-up stack
-// of an import keeps the code that imports, outward of it).
-void walk(PythonStack* stack, bool import_frames_only) {
+// changes its own frame chain, and each frame holds its code object alive.
+void walk(PythonStack* stack, WalkScope scope) {
   const Walker& w = g_walker;
   const PythonLayout& layout = w.layout;
   uintptr_t tstate = thread_state(w, &stack->own);
@@ -133,9 +140,24 @@ void walk(PythonStack* stack, bool import_frames_only) {
   uintptr_t frame = layout.tstate_cframe != 0 ? read_field<uintptr_t>(tstate, layout.tstate_cframe) : tstate;
   if (frame == 0) return;
   frame = read_field<uintptr_t>(frame, layout.top_frame);
-  uintptr_t hinted = import_frames_only && t_import_hint.frame != 0 ? hinted_frame(layout, frame) : 0;
-  if (hinted != 0) frame = hinted;
+  bool skip = scope != WalkScope::kWhole && t_import_hint.frame != 0;
+  uintptr_t hinted = 0;
+  int hinted_from = 0;  // the index of the first frame read from the hinted frame out
+  if (skip && scope == WalkScope::kImportCallers) {
+    hinted = hinted_frame(layout, frame);
+    if (hinted != 0) frame = hinted;
+    skip = false;
+  }
   for (int steps = 0; frame != 0 && steps < kMaxChainSteps && stack->frame_count < kMaxPythonFrames; ++steps) {
+    if (skip && stack->frame_count == 1) {
+      // The innermost frame is read: on to the hinted import frame.
+      skip = false;
+      hinted = hinted_frame(layout, frame);
+      if (hinted != 0) {
+        frame = hinted;
+        hinted_from = 1;
+      }
+    }
     uintptr_t next = read_field<uintptr_t>(frame, layout.frame_previous);
     uint8_t owner = layout.frame_owner != 0 ? read_field<uint8_t>(frame, layout.frame_owner) : 0;
     if (layout.boundary == EvalBoundary::kShimFrame && owner == kFrameOwnedByCStack) {
@@ -174,9 +196,9 @@ void walk(PythonStack* stack, bool import_frames_only) {
   t_import_hint = ImportHint{stack->import_frame, stack->import_code};
   // The hinted frame's code no longer imports (its object was freed and another made at its
   // address): the frames passed over are needed after all.
-  if (hinted != 0 && stack->outermost_import < 0) {
+  if (hinted != 0 && stack->outermost_import < hinted_from) {
     *stack = PythonStack{};
-    walk(stack, false);
+    walk(stack, WalkScope::kWhole);
   }
 }
 
@@ -296,12 +318,14 @@ bool python_frames_attach(void* scope, int minor, const uint8_t* runtime) {
 
 int interpreter_capture_stack(ThreadState* thread, const StackRequest& request, uintptr_t* frames) {
   if (!g_active.load(std::memory_order_acquire)) return -1;
-  // A start-up stack that keeps only its innermost frame, the hook's caller, keeps no Python frame
-  // inward of the outermost import (unless that caller is the evaluation loop itself).
+  // A start-up stack that keeps only its innermost frame keeps no Python frame between it and the
+  // outermost import.
   uintptr_t caller = leakscope_tls_hook_caller;
-  bool import_frames_only = request.startup_depth == 1 && caller != 0 && !in_eval(caller);
+  WalkScope scope = request.startup_depth != 1 || caller == 0 ? WalkScope::kWhole
+                    : in_eval(caller)                         ? WalkScope::kInnermostAndImportCallers
+                                                              : WalkScope::kImportCallers;
   PythonStack python;
-  walk(&python, import_frames_only);
+  walk(&python, scope);
   if (python.frame_count == 0) return -1;
   // A library loaded by an import (torch._C loading libtorch) is part of that import.
   uint64_t marker = python.outermost_import >= 0 ? kImportFrame : request.startup_marker;
