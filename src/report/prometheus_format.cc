@@ -50,7 +50,23 @@ struct GroupSeries {
   std::string labels;
   double live_bytes = 0, rate = 0, entropy = 0;
   double lost_bytes = 0, indirectly_lost_bytes = 0;
+  Verdict verdict = Verdict::kStartup;
 };
+
+constexpr Verdict kVerdicts[] = {Verdict::kLeak, Verdict::kCache, Verdict::kStartup, Verdict::kUnknown};
+
+// severity() orders the verdicts of groups summed into one series: the series is a leak when
+// one of them is, else unknown when one of them is (a cache beside an unjudged group may be
+// neither), else a cache, else start-up.
+int severity(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kLeak: return 3;
+    case Verdict::kUnknown: return 2;
+    case Verdict::kCache: return 1;
+    case Verdict::kStartup: return 0;
+  }
+  return 2;
+}
 
 // write_devices() gives each device's memory series of its own: a dashboard of a multi-GPU
 // service wants the device that fills up, not the sum.
@@ -98,37 +114,42 @@ bool valid_label_name(const std::string& name) {
 }
 
 std::string prometheus_metrics(RunAnalysis& analysis, const MetricsOptions& options) {
+  // A group's series are named by its first user frame and domain, not by its verdict: a verdict
+  // changes as a run goes on (unknown at first, then a leak or a cache), and a label that changes
+  // would start a new series each time, breaking every graph and rate over it. The verdict is a
+  // state set of its own, and the totals by verdict are series of their own.
   std::vector<GroupSeries> groups;
-  std::map<std::string, size_t> index;         // labels -> position in groups
-  std::map<std::string, GroupSeries> others;  // by verdict: the groups beyond --top, summed
+  std::map<std::string, size_t> index;  // labels -> position in groups
+  GroupSeries others;                   // the groups beyond --top, summed
+  others.labels = "function=\"(other)\",domain=\"all\",";
+  std::map<Verdict, std::pair<double, double>> by_verdict;  // live bytes and growth of every group
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
     const GroupReport& group = analysis.groups[g];
-    const char* verdict = verdict_name(group.verdict);
-    const char* domain = group.parts.empty() ? "heap" : domain_name(analysis.domain_of(analysis.sites[group.parts[0]]));
+    auto& [verdict_bytes, verdict_growth] = by_verdict[group.verdict];
+    verdict_bytes += static_cast<double>(group.live_bytes);
+    verdict_growth += group.growth_bytes_per_min;
+    GroupSeries* series = &others;
     if (g < options.top) {
+      const char* domain = group.parts.empty() ? "heap" : domain_name(analysis.domain_of(analysis.sites[group.parts[0]]));
       std::string function = function_text(*group.user_frame, 100);
       if (!group.user_frame->file.empty()) {
         function += fmt::format(" ({}:{})", module_base_name(group.user_frame->file), group.user_frame->line);
       }
-      std::string labels = fmt::format("function=\"{}\",domain=\"{}\",verdict=\"{}\",", label_value(function), domain, verdict);
+      std::string labels = fmt::format("function=\"{}\",domain=\"{}\",", label_value(function), domain);
       // Groups of one frame told apart by their callers share these labels: one series, summed
       // (Prometheus refuses a scrape with two series of one label set); the entropy is the first's.
       auto [slot, added] = index.emplace(labels, groups.size());
       if (added) groups.push_back({labels, 0, 0, group_judgement(analysis, g).leak_entropy});
-      groups[slot->second].live_bytes += static_cast<double>(group.live_bytes);
-      groups[slot->second].rate += group.growth_bytes_per_min;
-      groups[slot->second].lost_bytes += static_cast<double>(group.lost.bytes);
-      groups[slot->second].indirectly_lost_bytes += static_cast<double>(group.lost.indirect_bytes);
-      continue;
+      series = &groups[slot->second];
+      if (added || severity(group.verdict) > severity(series->verdict)) series->verdict = group.verdict;
     }
-    GroupSeries& other = others[verdict];
-    other.labels = fmt::format("function=\"(other)\",domain=\"all\",verdict=\"{}\",", verdict);
-    other.live_bytes += static_cast<double>(group.live_bytes);
-    other.rate += group.growth_bytes_per_min;
-    other.lost_bytes += static_cast<double>(group.lost.bytes);
-    other.indirectly_lost_bytes += static_cast<double>(group.lost.indirect_bytes);
+    series->live_bytes += static_cast<double>(group.live_bytes);
+    series->rate += group.growth_bytes_per_min;
+    series->lost_bytes += static_cast<double>(group.lost.bytes);
+    series->indirectly_lost_bytes += static_cast<double>(group.lost.indirect_bytes);
   }
-  for (auto& [verdict, other] : others) groups.push_back(other);
+  size_t named = groups.size();
+  if (analysis.groups.size() > options.top) groups.push_back(others);
 
   Exposition out(options);
   out.family("leakscope_live_bytes", "gauge", "Live bytes of a group of sites (one first user frame) at the judged snapshot");
@@ -136,8 +157,23 @@ std::string prometheus_metrics(RunAnalysis& analysis, const MetricsOptions& opti
   out.family("leakscope_leak_rate_bytes_per_minute", "gauge", "Growth of the group's live bytes (Theil-Sen slope of their floor)");
   for (const GroupSeries& group : groups) out.sample("leakscope_leak_rate_bytes_per_minute", group.labels, group.rate);
   out.family("leakscope_leak_entropy", "gauge", "Leak entropy of the group's live bytes over birth time (0..1)");
-  for (const GroupSeries& group : groups) {
-    if (group.labels.find("(other)") == std::string::npos) out.sample("leakscope_leak_entropy", group.labels, group.entropy);
+  for (size_t g = 0; g < named; ++g) out.sample("leakscope_leak_entropy", groups[g].labels, groups[g].entropy);
+  out.family("leakscope_group_verdict", "gauge",
+             "The group's verdict now: 1 on the series of its verdict, 0 on the others (leak, cache, startup, unknown)");
+  for (size_t g = 0; g < named; ++g) {
+    for (Verdict verdict : kVerdicts) {
+      out.sample("leakscope_group_verdict", groups[g].labels + fmt::format("verdict=\"{}\",", verdict_name(verdict)),
+                 groups[g].verdict == verdict ? 1 : 0);
+    }
+  }
+  out.family("leakscope_verdict_live_bytes", "gauge", "Live bytes of every group of a verdict, those beyond --top included");
+  for (Verdict verdict : kVerdicts) {
+    out.sample("leakscope_verdict_live_bytes", fmt::format("verdict=\"{}\",", verdict_name(verdict)), by_verdict[verdict].first);
+  }
+  out.family("leakscope_verdict_growth_bytes_per_minute", "gauge", "Growth of every group of a verdict, summed");
+  for (Verdict verdict : kVerdicts) {
+    out.sample("leakscope_verdict_growth_bytes_per_minute", fmt::format("verdict=\"{}\",", verdict_name(verdict)),
+               by_verdict[verdict].second);
   }
   if (analysis.state.leak_check()) {
     out.family("leakscope_lost_bytes", "gauge", "Bytes of the group no pointer reached at the leak check: direct, or only through lost blocks");

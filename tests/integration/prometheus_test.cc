@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <map>
 #include <regex>
 
@@ -23,6 +24,18 @@ std::string metric_line(const std::string& metrics, const std::string& prefix) {
 
 TEST(Prometheus, ARealServerScrapesTheRunningServiceAndAQueryFindsItsLeak) {
   std::string dir = scratch_dir();
+  // The dashboard's queries, run on the server too (for the model the service is labelled with).
+  nlohmann::json dashboard =
+      nlohmann::json::parse(read_file(std::string(LEAKSCOPE_SOURCE_DIR) + "/examples/grafana/leakscope-dashboard.json"));
+  std::string panels;
+  size_t queries = 0;
+  for (const auto& panel : dashboard["panels"]) {
+    for (const auto& target : panel["targets"]) {
+      panels += std::regex_replace(target["expr"].get<std::string>(), std::regex("\\$model"), "qwen2") + "\n";
+      ++queries;
+    }
+  }
+  std::ofstream(dir + "/panels") << panels;
   int metrics_port = port_base(), prometheus_port = port_base() + 1;
   std::string script = R"SH(
 set -u
@@ -42,12 +55,15 @@ server=$!
 query() { curl -s "http://127.0.0.1:$PROMETHEUS_PORT/api/v1/query" --data-urlencode "query=$1"; echo; }
 for attempt in $(seq 1 40); do
   sleep 0.5
-  result=$(query 'leakscope_live_bytes{verdict="leak"}')
+  result=$(query 'leakscope_live_bytes * ignoring(verdict) (leakscope_group_verdict{verdict="leak"} == 1)')
   case "$result" in *format_debug_trace*) break ;; esac
 done
 echo "LEAK $result"
 echo "UP $(query 'up{job="leakscope"}')"
-echo "RATE $(query 'sum(leakscope_leak_rate_bytes_per_minute{verdict="leak",stage="inference"})')"
+echo "RATE $(query 'sum(leakscope_verdict_growth_bytes_per_minute{verdict="leak",stage="inference"})')"
+while IFS= read -r expr; do echo "PANEL $(query "$expr")"; done < "$dir/panels"
+echo "SERIES $(query 'count(count_over_time(leakscope_live_bytes{function="format_debug_trace (inference_service.cc:84)"}[10m]))')"
+echo "VERDICTS $(query 'count(count_over_time(leakscope_group_verdict{function="format_debug_trace (inference_service.cc:84)"}[10m]))')"
 kill $server
 wait $run
 echo "RUN $?"
@@ -80,6 +96,23 @@ echo "RUN $?"
   nlohmann::json rate = nlohmann::json::parse(field("RATE"));
   ASSERT_EQ(rate["data"]["result"].size(), 1u) << field("RATE");
   EXPECT_GT(std::stod(rate["data"]["result"][0]["value"][1].get<std::string>()), 1024.0 * 1024);  // MiB a minute
+  // One series for the leak's bytes over the whole run, whatever its verdict was at each scrape
+  // (unknown over the first snapshots, a leak since): the verdict is the state set's four series.
+  auto instant = [&](const std::string& name) {
+    nlohmann::json answer = nlohmann::json::parse(field(name));
+    return answer["data"]["result"].size() == 1u ? answer["data"]["result"][0]["value"][1].get<std::string>() : std::string();
+  };
+  EXPECT_EQ(instant("SERIES"), "1") << field("SERIES");
+  EXPECT_EQ(instant("VERDICTS"), "4") << field("VERDICTS");
+  size_t answered = 0;
+  for (size_t at = outcome.out.find("PANEL "); at != std::string::npos; at = outcome.out.find("PANEL ", at + 1)) {
+    std::string answer = outcome.out.substr(at + 6, outcome.out.find('\n', at) - at - 6);
+    nlohmann::json parsed = nlohmann::json::parse(answer);
+    EXPECT_EQ(parsed["status"], "success") << answer;
+    EXPECT_FALSE(parsed["data"]["result"].empty()) << "a dashboard query finds nothing: " << answer;
+    ++answered;
+  }
+  EXPECT_EQ(answered, queries);
   EXPECT_EQ(field("RUN"), "0") << read_file(dir + "/run.out");
   EXPECT_NE(read_file(dir + "/run.out").find("serving the metrics on http://127.0.0.1:"), std::string::npos);
 }
@@ -119,8 +152,14 @@ TEST(Prometheus, ServeAnswersTheReportsFiguresAndRefusesBadAddressesAndLabels) {
   ASSERT_EQ(served.exit_code, 0) << served.err;
   EXPECT_NE(served.out.find("# TYPE leakscope_live_bytes gauge"), std::string::npos) << served.out;
   EXPECT_EQ(metric_line(served.out, "leakscope_live_bytes{site=\"eu \\\"west\\\"\",function=\"parse_record"),
-            "leakscope_live_bytes{site=\"eu \\\"west\\\"\",function=\"parse_record (steady_leak_ci.c:17)\",domain=\"heap\","
-            "verdict=\"leak\"} 1024000")
+            "leakscope_live_bytes{site=\"eu \\\"west\\\"\",function=\"parse_record (steady_leak_ci.c:17)\",domain=\"heap\"} 1024000")
+      << served.out;
+  for (const char* verdict : {"leak", "cache", "startup", "unknown"}) {
+    std::string line = metric_line(served.out, "leakscope_group_verdict{site=\"eu \\\"west\\\"\",function=\"parse_record "
+                                               "(steady_leak_ci.c:17)\",domain=\"heap\",verdict=\"" + std::string(verdict) + "\"}");
+    EXPECT_EQ(line.substr(line.rfind(' ') + 1), std::string(verdict) == "leak" ? "1" : "0") << verdict << "\n" << served.out;
+  }
+  EXPECT_NE(served.out.find("\nleakscope_verdict_live_bytes{site=\"eu \\\"west\\\"\",verdict=\"leak\"} 1024000\n"), std::string::npos)
       << served.out;
   EXPECT_NE(served.out.find("\nleakscope_process_running{site=\"eu \\\"west\\\"\"} 0\n"), std::string::npos) << served.out;
   std::string peak = metric_line(served.out, "leakscope_peak_tracked_bytes{");

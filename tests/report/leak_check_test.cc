@@ -525,7 +525,7 @@ TEST(LeakCheckGate, MaxLostOnARunThatWasNotScannedFails) {
 TEST(LeakCheck, PrometheusHasTheLostBytesOfEachGroupByKind) {
   std::unique_ptr<RunAnalysis> analysis = analyze(lost_stream());
   std::string metrics = prometheus_metrics(*analysis, MetricsOptions{});
-  EXPECT_NE(metrics.find("leakscope_lost_bytes{function=\"add_child (pointer_to_self.py:30)\",domain=\"heap\",verdict=\"unknown\","
+  EXPECT_NE(metrics.find("leakscope_lost_bytes{function=\"add_child (pointer_to_self.py:30)\",domain=\"heap\","
                          "kind=\"indirect\"} 2048\n"),
             std::string::npos)
       << metrics;
