@@ -715,6 +715,42 @@ SiteJudgement site_judgement(const RunAnalysis& analysis, size_t index) {
   return judgement;
 }
 
+int64_t older_than_freed_bytes(const RunAnalysis& analysis, const GroupReport& group) {
+  int longest = -1;  // the largest lifetime bucket holding freed bytes
+  for (uint32_t part : group.parts) {
+    const SiteReport& site = analysis.sites[part];
+    if (site.from_leak_check) return -1;
+    LifetimeHistogram::Buckets lifetimes = analysis.captures.lifetimes(analysis.capture_of(site));
+    for (int bucket = internal::kLifetimeBuckets - 1; bucket > longest; --bucket) {
+      if (lifetimes[static_cast<size_t>(bucket)] > 0) longest = bucket;
+    }
+  }
+  if (longest < 0 || longest == internal::kLifetimeBuckets - 1) return -1;
+  // Bucket b holds lifetimes of [2^(b-1), 2^b) epochs, bucket 0 those freed in their own epoch.
+  uint32_t lifetime = longest == 0 ? 0 : (1u << longest) - 1;
+  double bin_s = static_cast<double>(analysis.state.birth_bin_ns()) / 1e9;
+  int64_t older = 0;
+  for (uint32_t part : group.parts) {
+    const CapturedSite& taken = analysis.capture_of(analysis.sites[part]);
+    // Each part as of the snapshot it is taken from (before a shutdown, for some).
+    uint32_t epoch = analysis.state.epoch_closed_at(taken.taken_s);
+    if (epoch == 0) return -1;
+    if (epoch <= lifetime) continue;
+    // Older: born in an epoch before epoch - lifetime, which began when the snapshot before it was taken.
+    double older_before_s = static_cast<double>(analysis.state.epoch_start_ns(epoch - lifetime)) / 1e9;
+    for (const LiveByBirth& birth : analysis.captures.births(taken)) {
+      if (birth.birth_s + bin_s <= older_before_s) older += birth.bytes;
+    }
+  }
+  return older;
+}
+
+int64_t shown_older_than_freed_bytes(const RunAnalysis& analysis, const GroupReport& group) {
+  if (group.verdict != Verdict::kLeak) return -1;
+  int64_t older = older_than_freed_bytes(analysis, group);
+  return older > 0 && older < group.live_bytes ? older : -1;
+}
+
 SiteJudgement group_judgement(const RunAnalysis& analysis, size_t index) {
   return group_judgement_of(analysis, analysis.groups[index]);
 }

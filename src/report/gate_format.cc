@@ -40,6 +40,9 @@ std::string gated_line(const char* label, const GatedGroup& group) {
     line += fmt::format(", {}{}/min", group.growth_bytes_per_min >= 0 ? "+" : "",
                         format_bytes(static_cast<int64_t>(group.growth_bytes_per_min)));
   }
+  if (group.older_than_freed_bytes > 0) {
+    line += fmt::format(" · {} older than anything it freed", format_bytes(group.older_than_freed_bytes));
+  }
   if (group.freed_at_exit_bytes > 0) {
     line += fmt::format(" · freed {}: {}", group.freed_when, format_bytes(group.freed_at_exit_bytes));
   }

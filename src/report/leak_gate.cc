@@ -44,6 +44,7 @@ GatedGroup gated_group(RunAnalysis& analysis, size_t index, const GateOptions& o
   gated.freed_at_exit_bytes = group.freed_at_exit_bytes;
   gated.freed_when = freed_when(analysis);
   gated.relative_error = sampled_precision(analysis, group).relative_error;
+  gated.older_than_freed_bytes = shown_older_than_freed_bytes(analysis, group);
   for (uint32_t part : group.parts) {
     const SiteReport& site = analysis.sites[part];
     std::string why = left_out_by(analysis, site, options);

@@ -75,6 +75,9 @@ struct GatedGroup {
   double relative_error = 0;  // of a sampled run's estimate of the group's bytes (SampledPrecision); 0 when exact
   int64_t freed_at_exit_bytes = 0;
   const char* freed_when = "at exit";  // when those went (report/analysis.h, freed_when())
+  // Of its bytes, those older than anything it freed (older_than_freed_bytes()), when that sets
+  // apart a part that turns over; -1 otherwise.
+  int64_t older_than_freed_bytes = -1;
   std::string left_out_by;  // why the gate left (some of) it out: runtime residue, a rule
 };
 

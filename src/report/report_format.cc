@@ -290,6 +290,8 @@ void group_item(const RunAnalysis& analysis, size_t index, JsonItems& items) {
   entry["allocations"] = group.allocations;
   entry["temporary_allocations"] = group.temporary_allocations;
   entry["freed_at_exit_bytes"] = group.freed_at_exit_bytes;
+  int64_t older = shown_older_than_freed_bytes(analysis, group);
+  entry["older_than_freed_bytes"] = older >= 0 ? nlohmann::json(older) : nlohmann::json();
   entry["first_seen_s"] = group.first_seen_s;
   entry["runtime"] = group.runtime == nullptr ? nlohmann::json() : nlohmann::json(group.runtime);
   add_lost_json(group.lost, &entry);
@@ -548,6 +550,12 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     if (std::string arenas = arenas_text(analysis, group); !arenas.empty()) out += wrap(arenas, "   ");
     if (group.cut_at_depth) out += wrap(cut_at_depth_text(analysis), "   ");
     out += wrap(fmt::format("first seen {:.1f} s · {}", group.first_seen_s, j.reason), "   ");
+    if (int64_t older = shown_older_than_freed_bytes(analysis, group); older > 0) {
+      out += wrap(fmt::format("{} of it older than anything it freed: the rest is as young as blocks it let go of, "
+                              "as a cache's turnover is",
+                              format_bytes(older)),
+                  "   ");
+    }
     out += wrap(counts_text(analysis, group), "   ");
     out += wrap(owners_of_group(analysis, group), "   ");
     if (group.parts.size() > 1) {

@@ -677,6 +677,13 @@ uint64_t RunState::epoch_start_ns(uint32_t epoch) const {
   return found == epoch_close_ns_.end() ? 0 : found->second;
 }
 
+uint32_t RunState::epoch_closed_at(double time_s) const {
+  for (const auto& [epoch, close_ns] : epoch_close_ns_) {
+    if (static_cast<double>(close_ns) / 1e9 == time_s) return epoch;
+  }
+  return 0;
+}
+
 void read_run(const std::string& path, uint32_t at, RunState* state,
               const std::function<void(const RunState&)>& on_snapshot) {
   StreamReader reader(path);

@@ -425,6 +425,9 @@ class RunState {
   // epoch_start_ns() is when epoch `epoch` began: the time of the snapshot that closed the
   // epoch before it, or 0 for the first epoch of the file and any epoch inherited from a parent.
   uint64_t epoch_start_ns(uint32_t epoch) const;
+  // epoch_closed_at() is the epoch that the snapshot taken at `time_s` (its time in ns / 1e9)
+  // closed; 0 when no snapshot read was taken then.
+  uint32_t epoch_closed_at(double time_s) const;
 
  private:
   void apply_process(class PayloadCursor& cursor);

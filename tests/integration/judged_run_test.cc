@@ -321,6 +321,38 @@ TEST(JudgedRun, SawtoothWorkingSetOfBatchesIsACache) {
   EXPECT_TRUE(leak_functions(judged.report).empty());
 }
 
+// Sessions made on one line, a cache holding the last 64 and a debug list keeping one in ten:
+// the line is a leak whose live bytes hold the cache's too, and the report sets apart those
+// older than any session freed, at most the kept ones and not the cache's young ones.
+TEST(JudgedRun, ALeakSharingItsLineWithACacheSaysWhatIsOlderThanAnythingItFreed) {
+  std::string file = scratch_dir() + "/sessions.lsc";
+  Outcome run = leakscope({"run", "--check", "-o", file, "--", fixture("session_debug_list"), "4000"});
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;  // the gate fails on the leak
+  std::smatch printed;
+  std::string out = run.out;
+  ASSERT_TRUE(std::regex_search(out, printed, std::regex("kept=([0-9]+) session_bytes=([0-9]+)"))) << run.out;
+  int64_t kept_bytes = std::stoll(printed[1]) * std::stoll(printed[2]);
+  EXPECT_NE(unwrapped(run.out).find("older than anything it freed"), std::string::npos) << run.out;
+  Outcome report = leakscope({"report", "--format", "json", "--top", "1000", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  nlohmann::json document = nlohmann::json::parse(report.out);
+  nlohmann::json sessions = group_named(document, "open_session");
+  ASSERT_EQ(sessions["verdict"], "leak") << sessions.dump().substr(0, 2000);
+  ASSERT_TRUE(sessions["older_than_freed_bytes"].is_number()) << sessions.dump().substr(0, 2000);
+  int64_t older = sessions["older_than_freed_bytes"];
+  EXPECT_GT(sessions["live_bytes"].get<int64_t>(), kept_bytes) << "the cache's sessions are live too";
+  EXPECT_LE(older, kept_bytes);
+  EXPECT_GE(older, kept_bytes / 3) << "most of a 4 s run's kept sessions are older than any freed one";
+
+  // A leak that frees nothing has nothing to set apart.
+  std::string steady = scratch_dir() + "/steady.lsc";
+  ASSERT_EQ(leakscope({"run", "-o", steady, "--", fixture("steady_leak_ci"), "250"}).exit_code, 0);
+  Outcome steady_report = leakscope({"report", "--format", "json", steady});
+  nlohmann::json parse_record = group_named(nlohmann::json::parse(steady_report.out), "parse_record");
+  EXPECT_EQ(parse_record["verdict"], "leak");
+  EXPECT_TRUE(parse_record["older_than_freed_bytes"].is_null()) << parse_record.dump().substr(0, 2000);
+}
+
 TEST(JudgedRun, RingBufferOfRecentRepliesIsACacheAndTheServicePassesItsGate) {
   // A std::deque kept at its last 300 replies: its chunks span 5 or 6 at a time, and a run that
   // ended on 6 was a leak of 3 KiB that failed the gate.
