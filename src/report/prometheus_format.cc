@@ -166,7 +166,7 @@ std::string prometheus_metrics(RunAnalysis& analysis, const MetricsOptions& opti
                  groups[g].verdict == verdict ? 1 : 0);
     }
   }
-  out.family("leakscope_verdict_live_bytes", "gauge", "Live bytes of every group of a verdict, those beyond --top included");
+  out.family("leakscope_verdict_live_bytes", "gauge", "Live bytes of every group of a verdict, those without series of their own included");
   for (Verdict verdict : kVerdicts) {
     out.sample("leakscope_verdict_live_bytes", fmt::format("verdict=\"{}\",", verdict_name(verdict)), by_verdict[verdict].first);
   }

@@ -740,7 +740,7 @@ void read_run_forked(StreamReader& reader, uint32_t at, RunState* state,
     if (frame.type != FrameType::kProcess) on_snapshot(*state);
   }
   if (!state->has_process()) throw StreamError(path + ": no complete process frame (the file is truncated)");
-  if (reader.torn()) {
+  if (reader.torn() && !reader.being_written()) {
     std::fprintf(stderr, "leakscope: warning: %s: last frame torn at offset %llu (the process was killed while writing it, or is writing it now); ignored\n",
                  path.c_str(), static_cast<unsigned long long>(reader.torn_offset()));
   }

@@ -75,6 +75,10 @@ class StreamReader {
 
   // What next() or skim_snapshots() met: a torn last frame, damaged spans (each once).
   bool torn() const { return torn_; }
+  // A stream read while its process writes it (a metrics scrape) ends in a frame half written as
+  // a matter of course: set_being_written() says so, and readers then keep quiet about it.
+  void set_being_written() { being_written_ = true; }
+  bool being_written() const { return being_written_; }
   uint64_t torn_offset() const { return torn_offset_; }
   const std::vector<DamagedSpan>& damaged() const { return damaged_; }
   const std::string& path() const { return path_; }
@@ -94,6 +98,7 @@ class StreamReader {
   uint32_t index_ = 0;     // of the next frame next() returns
   bool finished_ = false;  // next() met damage nothing follows
   bool torn_ = false;
+  bool being_written_ = false;
   uint64_t torn_offset_ = 0;
   std::vector<DamagedSpan> damaged_;
 };

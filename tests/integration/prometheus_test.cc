@@ -64,9 +64,10 @@ echo "RATE $(query 'sum(leakscope_verdict_growth_bytes_per_minute{verdict="leak"
 while IFS= read -r expr; do echo "PANEL $(query "$expr")"; done < "$dir/panels"
 echo "SERIES $(query 'count(count_over_time(leakscope_live_bytes{function="format_debug_trace (inference_service.cc:84)"}[10m]))')"
 echo "VERDICTS $(query 'count(count_over_time(leakscope_group_verdict{function="format_debug_trace (inference_service.cc:84)"}[10m]))')"
-kill $server
 wait $run
 echo "RUN $?"
+echo "ENDED $(query 'last_over_time(leakscope_process_running[1m])')"
+kill $server
 )SH";
   std::map<std::string, std::string> env{{"DIR", dir},
                                          {"CLI", LEAKSCOPE_CLI},
@@ -114,6 +115,8 @@ echo "RUN $?"
   }
   EXPECT_EQ(answered, queries);
   EXPECT_EQ(field("RUN"), "0") << read_file(dir + "/run.out");
+  // run served the final metrics until a scrape had read them: the server saw the process end.
+  EXPECT_EQ(instant("ENDED"), "0") << field("ENDED") << read_file(dir + "/run.out");
   EXPECT_NE(read_file(dir + "/run.out").find("serving the metrics on http://127.0.0.1:"), std::string::npos);
 }
 
@@ -139,6 +142,23 @@ TEST(Prometheus, ServeStartedBeforeTheStreamExistsAnswersOnceItIsWritten) {
   Outcome nowhere = leakscope({"serve", "/nonexistent/dir/run.lsc", "--prometheus", "127.0.0.1:" + port});
   EXPECT_EQ(nowhere.exit_code, 3);
   EXPECT_NE(nowhere.err.find("no such file, and no directory /nonexistent/dir to find it in"), std::string::npos) << nowhere.err;
+}
+
+// A stream read while its process writes it ends in a frame half written as a matter of course:
+// the scrapes answer with what is whole, and serve says nothing of the torn frame at each one.
+TEST(Prometheus, ServeReadsAStreamBeingWrittenWithoutWarningOfItsHalfWrittenFrame) {
+  std::string whole = read_file(steady_leak_stream());
+  std::string file = scratch_dir() + "/writing.lsc";
+  std::ofstream(file, std::ios::binary) << whole.substr(0, whole.size() - 7);
+  std::string port = std::to_string(port_base());
+  std::string script = "\"" + std::string(LEAKSCOPE_CLI) + "\" serve " + file + " --prometheus 127.0.0.1:" + port +
+                       " & serve=$!; for i in $(seq 1 40); do sleep 0.25; curl -sf http://127.0.0.1:" + port +
+                       "/metrics > /dev/null && break; done; curl -sf http://127.0.0.1:" + port +
+                       "/metrics | grep '^leakscope_process_running'; kill -TERM $serve; wait $serve";
+  Outcome served = run_program({"bash", "-c", script}, {}, 60);
+  ASSERT_EQ(served.exit_code, 0) << served.err;
+  EXPECT_NE(served.out.find("leakscope_process_running 1"), std::string::npos) << "its final snapshot is the torn frame: " << served.out;
+  EXPECT_EQ(served.err.find("torn"), std::string::npos) << served.err;
 }
 
 TEST(Prometheus, ServeAnswersTheReportsFiguresAndRefusesBadAddressesAndLabels) {

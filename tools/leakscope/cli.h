@@ -41,6 +41,7 @@ struct RunOptions {
   bool listen_remote = false;
   std::vector<std::string> labels;         // --label NAME=VALUE on every series
   size_t top = 20;
+  std::string linger = "15s";              // --prometheus-linger: the final metrics served until scraped, at most this
   bool gate = false;                       // --check was given (an empty one gates with the defaults)
   std::vector<std::string> command;
 };

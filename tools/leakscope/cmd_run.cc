@@ -265,6 +265,10 @@ int run_command(const RunOptions& options) {
   }
 
   MetricsServerOptions metrics;
+  uint64_t linger_ns = 0;
+  if (!internal::parse_duration_ns(options.linger.data(), options.linger.size(), &linger_ns)) {
+    return fail(kUsage, fmt::format("--prometheus-linger: '{}' is not a duration (15s, 500ms, 0)", options.linger));
+  }
   if (!options.prometheus.empty()) {
     if (int code = prepare_metrics(options.prometheus, options.listen_remote, options.labels, options.top, &metrics);
         code != kOk) {
@@ -385,6 +389,17 @@ int run_command(const RunOptions& options) {
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (serving.joinable()) {
+    // The final snapshot is what a scrape should see last (the process no longer running, what a
+    // leak check at exit lost): served until one scrape after the end has read it, or the linger.
+    auto ended = std::chrono::steady_clock::now();
+    if (linger_ns > 0) {
+      fmt::print(stderr, "leakscope: the command ended; its final metrics are served until scraped once, at most {:.0f} s "
+                 "(--prometheus-linger)\n", static_cast<double>(linger_ns) / 1e9);
+      auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(linger_ns);
+      while (!server->answered_since(ended) && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
     server->stop();
     serving.join();
   }

@@ -97,6 +97,10 @@ int main(int argc, char** argv) {
       ->check(non_empty);
   run_verb->add_flag("--listen-remote", run.listen_remote, "Let --prometheus listen on an address other machines reach");
   run_verb->add_option("--label", run.labels, "NAME=VALUE on every Prometheus series (a fleet told apart); repeatable");
+  run_verb->add_option("--prometheus-linger", run.linger,
+                       "After the command ends, serve its final metrics until one scrape has read them, at most this long "
+                       "(default 15s; 0: stop at once)")
+      ->check(non_empty);
   run_verb->add_option("--metrics-top", run.top, "Groups with Prometheus series of their own (default 20)")->check(CLI::Range(1, 10000));
   run_verb->add_option("--check", run.check,
                        "Gate the run when it ends, as check does: 'max-leaked=1MiB,max-leak-rate=100KiB/min,...' "

@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -47,6 +48,7 @@ bool parse_listen_address(const std::string& text, bool remote_allowed, ListenAd
 
 struct MetricsServer::State {
   httplib::Server server;
+  std::atomic<int64_t> last_answer_began_ns{INT64_MIN};  // steady clock, of the latest scrape answered
   std::mutex lock;  // over the cache below: scrapes may come on several connections
   std::string cached;
   off_t cached_size = -1;
@@ -56,6 +58,7 @@ struct MetricsServer::State {
 MetricsServer::MetricsServer(const MetricsServerOptions& options, std::function<std::string()> stream)
     : options_(options), stream_(std::move(stream)), state_(std::make_unique<State>()) {
   state_->server.Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
+    int64_t began = std::chrono::steady_clock::now().time_since_epoch().count();
     std::string error;
     std::string text = metrics(&error);
     if (!error.empty()) {
@@ -64,6 +67,9 @@ MetricsServer::MetricsServer(const MetricsServerOptions& options, std::function<
       return;
     }
     response.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
+    int64_t latest = state_->last_answer_began_ns.load();
+    while (began > latest && !state_->last_answer_began_ns.compare_exchange_weak(latest, began)) {
+    }
   });
   state_->server.Get("/", [](const httplib::Request&, httplib::Response& response) {
     response.set_content("leakscope: the metrics are on /metrics\n", "text/plain; charset=utf-8");
@@ -85,7 +91,9 @@ std::string MetricsServer::metrics(std::string* error) {
     return state_->cached;
   }
   try {
-    std::unique_ptr<report::RunAnalysis> analysis = report::analyze_run(path, {});
+    report::StreamReader reader(path);
+    reader.set_being_written();
+    std::unique_ptr<report::RunAnalysis> analysis = report::analyze_run(reader, {});
     state_->cached = report::prometheus_metrics(*analysis, options_.metrics);
     state_->cached_size = status.st_size;
     state_->cached_time = status.st_mtim;
@@ -108,5 +116,9 @@ bool MetricsServer::bind(std::string* error) {
 void MetricsServer::serve() { state_->server.listen_after_bind(); }
 
 void MetricsServer::stop() { state_->server.stop(); }
+
+bool MetricsServer::answered_since(std::chrono::steady_clock::time_point since) const {
+  return state_->last_answer_began_ns.load() >= since.time_since_epoch().count();
+}
 
 }  // namespace leakscope::cli

@@ -6,6 +6,7 @@
 #ifndef LEAKSCOPE_TOOLS_METRICS_SERVER_H_
 #define LEAKSCOPE_TOOLS_METRICS_SERVER_H_
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,6 +42,9 @@ class MetricsServer {
   // serve() answers requests until stop() (called from another thread).
   void serve();
   void stop();
+  // answered_since() tells whether a scrape that began at `since` (steady clock) or later has been
+  // answered with metrics: one that read the stream as it is from then on.
+  bool answered_since(std::chrono::steady_clock::time_point since) const;
 
  private:
   std::string metrics(std::string* error);
