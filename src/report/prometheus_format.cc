@@ -131,7 +131,12 @@ std::string prometheus_metrics(RunAnalysis& analysis, const MetricsOptions& opti
     GroupSeries* series = &others;
     if (g < options.top) {
       const char* domain = group.parts.empty() ? "heap" : domain_name(analysis.domain_of(analysis.sites[group.parts[0]]));
-      std::string function = function_text(*group.user_frame, 100);
+      // A frame without a name is named by its module and offset, as a baseline keys it: its
+      // address moves with each run's layout, and would start a new series with every restart.
+      const SymbolizedFrame& frame = *group.user_frame;
+      std::string function = frame.function.empty()
+                                 ? fmt::format("{}+{:#x}", module_base_name(frame.module), frame.module_offset)
+                                 : function_text(frame, 100);
       if (!group.user_frame->file.empty()) {
         function += fmt::format(" ({}:{})", module_base_name(group.user_frame->file), group.user_frame->line);
       }
