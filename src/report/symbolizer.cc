@@ -4,6 +4,9 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -397,6 +400,21 @@ Dwarf_Die* Symbolizer::ModuleDebug::unit_at(Dwarf_Addr address, Dwarf_Addr* bias
   return std::prev(after)->unit;
 }
 
+namespace {
+
+// is_regular_file() tells whether `path` is a file that can be read for symbols: a stream may name
+// anything as a module, and a FIFO opened for reading waits for a writer forever.
+bool is_regular_file(const std::string& path) {
+  int descriptor = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (descriptor < 0) return false;
+  struct stat status {};
+  bool regular = fstat(descriptor, &status) == 0 && S_ISREG(status.st_mode);
+  close(descriptor);
+  return regular;
+}
+
+}  // namespace
+
 Symbolizer::ModuleDebug& Symbolizer::debug_for(const Module& module) {
   std::unique_ptr<ModuleDebug>& slot = debug_[module.id];
   if (slot) return *slot;
@@ -406,6 +424,10 @@ Symbolizer::ModuleDebug& Symbolizer::debug_for(const Module& module) {
   if (module.path.empty() || module.path[0] != '/') {
     if (module.path.empty()) debug.label = "[unknown]";
     return debug;  // the vdso and anonymous code have no file
+  }
+  if (!is_regular_file(module.path)) {
+    debug.label = module.path + " (missing)";
+    return debug;
   }
   debug.dwfl = dwfl_begin(&kOfflineCallbacks);
   if (debug.dwfl == nullptr) return debug;

@@ -309,5 +309,33 @@ TEST(PreloadLibrary, HasNoDynamicInitializers) {
   EXPECT_EQ(outcome.out.find("_GLOBAL__sub_I_"), std::string::npos) << outcome.out;
 }
 
+// A stream may name anything as a module, a FIFO among them: symbolizing a frame in it must not
+// wait for a writer, and the frame reads as a module that is missing.
+TEST(BadInput, AModuleThatIsAFifoIsMissingNotAWaitForAWriter) {
+  using namespace leakscope::internal;
+  std::string dir = scratch_dir();
+  std::string fifo = dir + "/libmodel.so";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  constexpr uint64_t kBase = 0x7f0000000000;
+  Bytes snapshot;
+  snapshot.section(SectionTag::kInfo, info(0, 1000000000, true));
+  snapshot.section(SectionTag::kModuleLoads, Bytes()
+                                                 .varint(1)
+                                                 .varint(0).varint(kBase).blob(fifo).blob("")
+                                                 .varint(1).varint(0).varint(0x100000).varint(0).varint(5)
+                                                 .varint(0).varint(0));
+  snapshot.section(SectionTag::kStacks, Bytes().varint(1).varint(1).varint(1).signed_varint(static_cast<int64_t>(kBase + 0x1000)).varint(0));
+  snapshot.section(SectionTag::kThreads, Bytes().varint(1).varint(1).varint(4242).blob("main").varint(0));
+  snapshot.section(SectionTag::kSites, Bytes().varint(1).varint(1).varint(0).signed_varint(1));
+  snapshot.section(SectionTag::kTriples, Bytes().varint(1).varint(1).signed_varint(1).varint(1).varint(0));
+  snapshot.section(SectionTag::kCounters, Bytes().varint(1).varint(1).varint(1).varint(4096).varint(0).varint(0).varint(0));
+  snapshot.section(SectionTag::kBirths, Bytes().varint(1).varint(1).varint(0).signed_varint(4096).signed_varint(1));
+  std::string path = dir + "/fifo_module.lsc";
+  std::ofstream(path, std::ios::binary) << file_header() + process_frame() + frame(FrameType::kSnapshot, snapshot.str());
+  Outcome report = run_program({LEAKSCOPE_CLI, "report", path}, {}, 30);
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("libmodel.so (missing)"), std::string::npos) << report.out;
+}
+
 }  // namespace
 }  // namespace leakscope::testing
