@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/device_layers.h"
+#include "report/frame_names.h"
 #include "report/frame_roles.h"
 #include "report/site_format.h"
 #include "report/text_file.h"
@@ -234,7 +235,7 @@ Baseline parse_baseline(const std::string& path) {
 
 std::string group_match_key(const SymbolizedFrame& frame) {
   if (!frame.function.empty()) return frame.function + "|" + module_base_name(frame.file);
-  return fmt::format("{}+{:#x}", module_base_name(frame.module), frame.module_offset);
+  return signature_frame_name(frame);
 }
 
 Baseline load_baseline(const std::string& path) {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "report/frame_names.h"
 #include "report/frame_roles.h"
 #include "report/site_format.h"
 
@@ -131,15 +132,11 @@ std::string prometheus_metrics(RunAnalysis& analysis, const MetricsOptions& opti
     GroupSeries* series = &others;
     if (g < options.top) {
       const char* domain = group.parts.empty() ? "heap" : domain_name(analysis.domain_of(analysis.sites[group.parts[0]]));
-      // A frame without a name is named by its module and offset, as a baseline keys it: its
-      // address moves with each run's layout, and would start a new series with every restart.
+      // A frame without a name is named by its module and offset, as across runs: its address
+      // moves with each run's layout, and would start a new series with every restart.
       const SymbolizedFrame& frame = *group.user_frame;
-      std::string function = frame.function.empty()
-                                 ? fmt::format("{}+{:#x}", module_base_name(frame.module), frame.module_offset)
-                                 : function_text(frame, 100);
-      if (!group.user_frame->file.empty()) {
-        function += fmt::format(" ({}:{})", module_base_name(group.user_frame->file), group.user_frame->line);
-      }
+      std::string function = frame.function.empty() ? signature_frame_name(frame) : function_text(frame, 100);
+      if (!frame.file.empty()) function += fmt::format(" ({}:{})", module_base_name(frame.file), frame.line);
       std::string labels = fmt::format("function=\"{}\",domain=\"{}\",", label_value(function), domain);
       // Groups of one frame told apart by their callers share these labels: one series, summed
       // (Prometheus refuses a scrape with two series of one label set); the entropy is the first's.
