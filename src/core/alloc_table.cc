@@ -336,8 +336,9 @@ class ShardSet {
 
   // visit() hands the live records over in batches. Small batches: a fatal-signal snapshot may
   // run on a small alternate signal stack. With `locked`, the caller holds every shard's lock
-  // already (lock_all()).
-  void visit(void (*visit)(const AllocRecord*, uint32_t, void*), void* context, bool locked = false) {
+  // already (lock_all()); else `between` (if given) is called after each shard, no lock held.
+  void visit(void (*visit)(const AllocRecord*, uint32_t, void*), void* context, bool locked = false,
+             void (*between)() = nullptr) {
     constexpr uint32_t kBatch = 64;
     AllocRecord batch[kBatch];
     for (Shard& shard : shards_) {
@@ -352,6 +353,7 @@ class ShardSet {
       });
       if (filled != 0) visit(batch, filled, context);
       if (!locked) shard.lock.unlock();
+      if (between != nullptr) between();
     }
   }
 
@@ -440,6 +442,12 @@ bool alloc_table_insert(const AllocRecord& record, AllocRecord* replaced) {
   return insert_wide(record, replaced);
 }
 
+void alloc_table_prefetch(uintptr_t pointer) {
+  if (!in_granules(pointer)) return;
+  uint64_t hash = spread(pointer >> kGranuleShift);
+  g_granules.shard_of(hash).table.prefetch(hash);
+}
+
 bool alloc_table_remove(uintptr_t pointer, AllocRecord* removed) {
   if (pointer == 0) return false;
   if (in_granules(pointer)) return remove_granule(pointer, removed);
@@ -462,9 +470,9 @@ bool alloc_table_reassign(uintptr_t pointer, TripleId triple, Epoch birth, Alloc
   return shard.reassign(pointer, hash, triple, birth, before, only_from);
 }
 
-void alloc_table_visit(void (*visit)(const AllocRecord*, uint32_t, void*), void* context) {
-  g_granules.visit(visit, context);
-  g_wide.visit(visit, context);
+void alloc_table_visit(void (*visit)(const AllocRecord*, uint32_t, void*), void* context, void (*between)()) {
+  g_granules.visit(visit, context, false, between);
+  g_wide.visit(visit, context, false, between);
 }
 
 uint64_t alloc_table_live_blocks() { return g_granules.live() + g_wide.live(); }

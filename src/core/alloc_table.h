@@ -37,6 +37,11 @@ struct AllocRecord {
 // it as freed. Thread-safe; not signal-safe.
 bool alloc_table_insert(const AllocRecord& record, AllocRecord* replaced);
 
+// alloc_table_prefetch() starts loading the entry a block at `pointer` would be kept in, for one
+// who applies records a batch at a time (deferred_records.h). Takes no lock; harmless when the
+// table moves meanwhile.
+void alloc_table_prefetch(uintptr_t pointer);
+
 // alloc_table_remove() takes the block at `pointer` out; false when it is not tracked.
 bool alloc_table_remove(uintptr_t pointer, AllocRecord* removed);
 
@@ -48,8 +53,9 @@ bool alloc_table_reassign(uintptr_t pointer, TripleId triple, Epoch birth, Alloc
 
 // alloc_table_visit() calls visit(records, count, context) with every live block, a batch at a
 // time, while holding the lock of the shard the batch comes from. For the snapshot writer: `visit`
-// must not call out.
-void alloc_table_visit(void (*visit)(const AllocRecord* records, uint32_t count, void* context), void* context);
+// must not call out. `between`, if given, is called between shards, with no lock held.
+void alloc_table_visit(void (*visit)(const AllocRecord* records, uint32_t count, void* context), void* context,
+                       void (*between)() = nullptr);
 
 // alloc_table_lock_all() takes every shard's lock, so the table stands still (a leak check, fork);
 // alloc_table_visit_locked() is alloc_table_visit() under them; alloc_table_unlock_all() ends it.

@@ -2,6 +2,7 @@
 #include "leakscope/leakscope.h"
 
 #include "core/leak_check.h"
+#include "core/recorder.h"
 #include "core/runtime.h"
 #include "core/task_registry.h"
 #include "core/thread_registry.h"
@@ -54,6 +55,8 @@ LS_EXPORT int leakscope_snapshot_now(void) { return runtime_snapshot_now(); }
 LS_EXPORT int64_t leakscope_live_bytes(leakscope_domain_t domain) {
   if (static_cast<int>(domain) < 0 || static_cast<int>(domain) >= kDomainCount) return -1;
   if (!tracking()) return 0;
+  Bookkeeping bookkeeping;
+  recorder_settle();
   return triple_live_bytes_of_domain(static_cast<Domain>(domain));
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/alloc_table.h"
+#include "core/deferred_records.h"
 #include "core/interval_map.h"
 #include "core/process_maps.h"
 #include "core/radix_sort.h"
@@ -302,11 +303,44 @@ void sum_lost(const ScanBlock* blocks, size_t count, LeakCheckResult* result) {
   result->lost_mapped = entries.bytes;
 }
 
+// drop_ending() and drop_pending_ends() take out of the blocks (sorted by address) those a queued record ends or
+// takes for a resize: freed before the program was paused, they are no one's to lose.
+void drop_ending(uintptr_t pointer, void* context) {
+  auto* copy = static_cast<BlockCopy*>(context);
+  size_t low = 0, high = copy->count;
+  while (low < high) {
+    size_t middle = low + (high - low) / 2;
+    if (copy->blocks[middle].begin < pointer) {
+      low = middle + 1;
+    } else {
+      high = middle;
+    }
+  }
+  if (low < copy->count && copy->blocks[low].begin == pointer) copy->blocks[low].readable = true;  // the mark, until mark_readable()
+}
+
+void drop_pending_ends(BlockCopy* copy) {
+  if (deferred_records_pending() == 0) return;
+  deferred_records_visit_pending_ends(drop_ending, copy);
+  size_t kept = 0;
+  for (size_t i = 0; i < copy->count; ++i) {
+    if (copy->blocks[i].readable) {
+      copy->bytes -= copy->blocks[i].size;
+      continue;
+    }
+    copy->blocks[kept++] = copy->blocks[i];
+  }
+  copy->count = kept;
+}
+
 // scan_paused() runs with the loader's lock held: the check proper.
 int scan_paused(struct dl_phdr_info*, size_t, void* context) {
   auto* scan = static_cast<Scan*>(context);
   LeakCheckResult* result = scan->result;
   dl_iterate_phdr(collect_segments, scan);  // the loader's lock is recursive
+  // What is queued is applied now, while a lock may still be taken; what is queued after, until
+  // the program is paused, is read as it stands (drop_pending_ends()).
+  deferred_records_settle();
   alloc_table_lock_all();
   StoppedWorld world;
   if (!world_stop(scan->request->stop_signal, scan->request->leave_running, &world)) {
@@ -323,6 +357,7 @@ int scan_paused(struct dl_phdr_info*, size_t, void* context) {
     BlockCopy copy{blocks.items, blocks.capacity, 0, 0};
     alloc_table_visit_locked(copy_blocks, &copy);
     sort_scan_blocks(blocks.items, scratch.items, copy.count, counters.items);
+    drop_pending_ends(&copy);
     size_t scratch_bytes = scratch.bytes;
     mark_readable(blocks.items, copy.count, maps);
     // The sort's scratch (24 bytes a block) holds the packed starts now.

@@ -4,6 +4,7 @@
 
 #include <atomic>
 
+#include "core/deferred_records.h"
 #include "core/epoch.h"
 #include "core/high_water.h"
 #include "core/interpreter.h"
@@ -173,6 +174,114 @@ void put_record(const AllocRecord& record) {
   }
 }
 
+// record_alloc_now() puts a block made at `triple` in the table and counts it.
+void record_alloc_now(TripleEntry* triple, uintptr_t pointer, size_t size, Epoch birth) {
+  SampleWeight weight = sample_weight(size, pointer);
+  triple_record_alloc(triple, weight.bytes, weight.blocks);
+  high_water_add(static_cast<int64_t>(weight.bytes));
+  put_record(AllocRecord{pointer, size, static_cast<TripleId>(triple->id), birth});
+}
+
+// park_now() moves a tracked block to the free-list triple `parked` (recorder_park()).
+void park_now(uintptr_t block, TripleEntry* parked, Epoch now) {
+  AllocRecord before;
+  TripleId parked_id = static_cast<TripleId>(parked->id);
+  if (!alloc_table_reassign(block, parked_id, now, &before)) return;
+  // Parked again without being seen in use (CPython before 3.13 hands it out unseen): it stays as
+  // it was parked, with the triple it had first.
+  if (before.triple == parked_id) return;
+  if (!parked_blocks_add(ParkedBlock{block, before.triple, parked_id})) {
+    // No room to remember its own triple: it stays there, as if never parked.
+    AllocRecord undone;
+    alloc_table_reassign(block, before.triple, before.birth, &undone, parked_id);
+    return;
+  }
+  count_freed(before, now);
+  triple_record_alloc(parked, before.size, 1);
+  high_water_add(static_cast<int64_t>(before.size));
+}
+
+// renew_now() counts a tracked block freed and made again at `triple` (recorder_renew()).
+void renew_now(uintptr_t block, TripleEntry* triple, Epoch now) {
+  AllocRecord old;
+  if (!take_record(reinterpret_cast<void*>(block), &old)) return;
+  count_freed(old, now);
+  record_alloc_now(triple, block, old.size, now);
+}
+
+// The blocks queued resizes took (kTake) until their kTakeEnd: one resize at a time runs under an
+// interpreter's lock, so a few places serve every interpreter of a process. The settling
+// thread's alone.
+struct QueuedTake {
+  uintptr_t pointer;  // 0: the place is free
+  bool tracked;
+  AllocRecord record;
+};
+QueuedTake g_queued_takes[16];
+
+void apply_take(const DeferredRecord& take) {
+  AllocRecord record;
+  bool tracked = take_record(reinterpret_cast<void*>(take.pointer), &record);
+  for (QueuedTake& place : g_queued_takes) {
+    if (place.pointer != 0) continue;
+    place = QueuedTake{take.pointer, tracked, record};
+    return;
+  }
+  // No place left (more interpreters resizing at once than places): counted as ended now; a
+  // failed resize then leaves its block untracked.
+  if (tracked) count_freed(record, take.epoch);
+}
+
+void apply_take_end(const DeferredRecord& end) {
+  for (QueuedTake& place : g_queued_takes) {
+    if (place.pointer != end.pointer) continue;
+    if (place.tracked) {
+      if (end.size == 0) {
+        count_freed(place.record, end.epoch);
+      } else {
+        put_record(place.record);
+      }
+    }
+    place.pointer = 0;
+    return;
+  }
+}
+
+// apply_deferred() applies queued records, in order (deferred_records.h).
+void apply_deferred(const DeferredRecord* records, size_t count) {
+  // The table entries of the records a few ahead load while this one is applied: the loads of a
+  // batch overlap, where the hooks paid each in turn.
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < count && i < kAhead; ++i) alloc_table_prefetch(records[i].pointer);
+  for (size_t i = 0; i < count; ++i) {
+    if (i + kAhead < count) alloc_table_prefetch(records[i + kAhead].pointer);
+    const DeferredRecord& record = records[i];
+    switch (record.kind) {
+      case DeferredKind::kAlloc:
+        if (TripleEntry* triple = triple_get_mutable(record.triple)) record_alloc_now(triple, record.pointer, record.size, record.epoch);
+        break;
+      case DeferredKind::kFree: {
+        AllocRecord removed;
+        if (take_record(reinterpret_cast<void*>(record.pointer), &removed)) count_freed(removed, record.epoch);
+        break;
+      }
+      case DeferredKind::kPark:
+        if (TripleEntry* parked = triple_get_mutable(record.triple)) park_now(record.pointer, parked, record.epoch);
+        break;
+      case DeferredKind::kRenew:
+        if (TripleEntry* triple = triple_get_mutable(record.triple)) renew_now(record.pointer, triple, record.epoch);
+        break;
+      case DeferredKind::kTake:
+        apply_take(record);
+        break;
+      case DeferredKind::kTakeEnd:
+        apply_take_end(record);
+        break;
+    }
+  }
+  high_water_publish();
+}
+
 void count_cut(const IntervalCut& cut, void* context) {
   if (cut.removed.triple == kReservedRange) {
     g_reserved_bytes.fetch_sub(cut.removed.end - cut.removed.begin, std::memory_order_relaxed);
@@ -228,12 +337,48 @@ void recorder_alloc(Domain domain, void* pointer, size_t size) {
   if (thread == nullptr || (sampler_enabled() && !sampler_take(thread, size))) return;
   TripleEntry* triple = current_triple(domain, thread, size);
   if (triple == nullptr) return;
-  SampleWeight weight = sample_weight(size, reinterpret_cast<uintptr_t>(pointer));
-  triple_record_alloc(triple, weight.bytes, weight.blocks);
-  high_water_add(static_cast<int64_t>(weight.bytes));
-  put_record(AllocRecord{reinterpret_cast<uintptr_t>(pointer), size, static_cast<TripleId>(triple->id), epoch_current()});
+  record_alloc_now(triple, reinterpret_cast<uintptr_t>(pointer), size, epoch_current());
   thread->last_alloc = reinterpret_cast<uintptr_t>(pointer);
 }
+
+void recorder_alloc_serialized(void* pointer, size_t size) {
+  if (sampler_enabled()) return recorder_alloc(Domain::kHeap, pointer, size);
+  ThreadState* thread = thread_current();
+  if (thread == nullptr) return;
+  TripleEntry* triple = current_triple(Domain::kHeap, thread, size);
+  if (triple == nullptr) return;
+  uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
+  Epoch now = epoch_current();
+  if (!deferred_records_append(DeferredRecord{block, size, static_cast<TripleId>(triple->id), now, DeferredKind::kAlloc})) {
+    record_alloc_now(triple, block, size, now);
+  }
+  thread->last_alloc = block;
+}
+
+void recorder_free_serialized(void* pointer) {
+  runtime_poll_teardown();
+  uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
+  if (!deferred_records_append(DeferredRecord{block, 0, TripleId::kNone, epoch_current(), DeferredKind::kFree})) {
+    return recorder_free(pointer);
+  }
+  ThreadState* thread = thread_current_if_registered();
+  if (thread != nullptr && block == thread->free_watch.block) thread->free_watch.freed = true;
+}
+
+bool recorder_take_queued(void* pointer) {
+  runtime_poll_teardown();
+  return deferred_records_append(
+      DeferredRecord{reinterpret_cast<uintptr_t>(pointer), 0, TripleId::kNone, epoch_current(), DeferredKind::kTake});
+}
+
+void recorder_end_take_queued(void* pointer, bool ended) {
+  deferred_records_append(DeferredRecord{reinterpret_cast<uintptr_t>(pointer), ended ? 0u : 1u, TripleId::kNone,
+                                         epoch_current(), DeferredKind::kTakeEnd});
+}
+
+bool recorder_queue_serialized() { return deferred_records_init(apply_deferred, runtime_request_settle); }
+
+void recorder_settle() { deferred_records_settle(); }
 
 uintptr_t recorder_last_alloc() {
   ThreadState* thread = thread_current_if_registered();
@@ -242,10 +387,23 @@ uintptr_t recorder_last_alloc() {
 
 void recorder_renew(void* pointer) {
   runtime_poll_teardown();
-  AllocRecord old;
-  if (!take_record(pointer, &old)) return;
-  count_freed(old, epoch_current());
-  recorder_alloc(Domain::kHeap, pointer, old.size);
+  uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
+  if (!deferred_records_covers(block)) {
+    AllocRecord old;
+    if (!take_record(pointer, &old)) return;
+    count_freed(old, epoch_current());
+    recorder_alloc(Domain::kHeap, pointer, old.size);
+    return;
+  }
+  // In an arena: every block there is small, and the stack is taken before the record is seen.
+  ThreadState* thread = thread_current();
+  TripleEntry* triple = current_triple(Domain::kHeap, thread, 0);
+  if (triple == nullptr) return;
+  Epoch now = epoch_current();
+  if (!deferred_records_append(DeferredRecord{block, 0, static_cast<TripleId>(triple->id), now, DeferredKind::kRenew})) {
+    renew_now(block, triple, now);
+  }
+  thread->last_alloc = block;
 }
 
 void recorder_free(void* pointer) {
@@ -281,24 +439,11 @@ void recorder_park(void* pointer) {
   TripleEntry* parked = triple_for(thread, Domain::kHeap, free_list_stack());
   if (parked == nullptr) return;
   Epoch now = epoch_current();
-  AllocRecord before;
   uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
-  TripleId parked_id = static_cast<TripleId>(parked->id);
   // Written once: every tuple the interpreter keeps comes through here.
   if (!parked->holds_parked_blocks.load(std::memory_order_relaxed)) parked->holds_parked_blocks.store(true, std::memory_order_relaxed);
-  if (!alloc_table_reassign(block, parked_id, now, &before)) return;
-  // Parked again without being seen in use (CPython before 3.13 hands it out unseen): it stays as
-  // it was parked, with the triple it had first.
-  if (before.triple == parked_id) return;
-  if (!parked_blocks_add(ParkedBlock{block, before.triple, parked_id})) {
-    // No room to remember its own triple: it stays there, as if never parked.
-    AllocRecord undone;
-    alloc_table_reassign(block, before.triple, before.birth, &undone, parked_id);
-    return;
-  }
-  count_freed(before, now);
-  triple_record_alloc(parked, before.size, 1);
-  high_water_add(static_cast<int64_t>(before.size));
+  if (deferred_records_append(DeferredRecord{block, 0, static_cast<TripleId>(parked->id), now, DeferredKind::kPark})) return;
+  park_now(block, parked, now);
 }
 
 void recorder_unpark_in_use() {

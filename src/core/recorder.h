@@ -42,6 +42,22 @@ LS_ALWAYS_INLINE bool recorder_skips_free(const void* pointer) {
 // recorder_alloc() records a new block of the heap-like `domain` at `pointer`.
 void recorder_alloc(Domain domain, void* pointer, size_t size);
 
+// The same for an allocator whose calls are serialized (CPython's object allocator, under the
+// interpreter's lock; deferred_records.h): a block inside one of its arenas is recorded through
+// the queue, applied by the writer; any other at once. recorder_take_queued() queues the take of a
+// block being resized when it is in an arena (false: use recorder_take()), and
+// recorder_end_take_queued() says how the resize went.
+void recorder_alloc_serialized(void* pointer, size_t size);
+void recorder_free_serialized(void* pointer);
+bool recorder_take_queued(void* pointer);
+void recorder_end_take_queued(void* pointer, bool ended);
+
+// recorder_queue_serialized() makes the queue the serialized functions use (false without
+// memory: they record at once); recorder_settle() applies what it holds, before the table or the
+// counters are read outside a snapshot (which settles by itself).
+bool recorder_queue_serialized();
+void recorder_settle();
+
 // recorder_last_alloc() is the block the calling thread's last recorder_alloc() recorded (0: none).
 uintptr_t recorder_last_alloc();
 

@@ -14,6 +14,7 @@
 #include "core/accelerator.h"
 #include "core/alloc_table.h"
 #include "core/device_table.h"
+#include "core/deferred_records.h"
 #include "core/environment.h"
 #include "core/epoch.h"
 #include "core/high_water.h"
@@ -280,7 +281,12 @@ int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final,
                           const LeakCheckResult* leak_check = nullptr) {
   if (g_final_written || g_runtime_state.load(std::memory_order_relaxed) != kActive) return -1;
   // Not from a fatal signal's handler, which may have stopped a thread inside the bookkeeping.
-  if (reason != SnapshotReason::kSignal) recorder_unpark_in_use();
+  if (reason != SnapshotReason::kSignal) {
+    deferred_records_settle();
+    recorder_unpark_in_use();
+  } else {
+    deferred_records_try_settle();
+  }
   int64_t high_water_seen = high_water_total(), device_water_seen = high_water_device_total();
   int error = snapshot_writer_write(reason, signal_number, final, leak_check);
   if (final) g_final_written = true;
@@ -379,6 +385,8 @@ void* writer_main(void*) {
   for (;;) {
     int knocks = __atomic_load_n(&g_writer_knocks, __ATOMIC_ACQUIRE);
     if (__atomic_load_n(&g_writer_wake, __ATOMIC_ACQUIRE) != 0) break;
+    bool settled = deferred_records_pending() != 0;
+    if (settled) deferred_records_settle();
     if (__atomic_exchange_n(&g_leak_check_requested, 0, __ATOMIC_ACQ_REL) != 0) {
       lock_snapshot_asleep();
       leak_check_locked(LeakCheckTrigger::kSignal, SnapshotReason::kOnDemand, nullptr);
@@ -401,6 +409,8 @@ void* writer_main(void*) {
     }
     if (now < next) {
       uint64_t until = high_water && high_water_at < next ? high_water_at : next;
+      // Records arriving: look again soon, so that the threads appending them need not knock.
+      if (settled && until - now > kDeferredSettlePollNs) until = now + kDeferredSettlePollNs;
       sys::futex_wait(&g_writer_knocks, knocks, until - now);
       continue;
     }
@@ -480,6 +490,7 @@ void leave_outer_bookkeeping() {
 void fork_prepare() {
   ++leakscope_tls_hook_depth;
   g_snapshot_lock.lock();
+  deferred_records_before_fork();
   module_map_before_fork();
   depot_before_fork();
   interpreter_before_fork();
@@ -505,6 +516,7 @@ void fork_parent() {
   interpreter_after_fork_parent();
   depot_after_fork_parent();
   module_map_after_fork_parent();
+  deferred_records_after_fork_parent();
   g_snapshot_lock.unlock();
   leave_outer_bookkeeping();
 }
@@ -524,6 +536,7 @@ void fork_child() {
   interpreter_after_fork_child();
   depot_after_fork_child();
   module_map_after_fork_child();
+  deferred_records_after_fork_child();
   g_snapshot_lock.reset_after_fork();
   recorder_device_forget_all();  // device memory stays the parent's
 
@@ -656,6 +669,10 @@ int64_t runtime_leak_check() {
 void runtime_request_high_water_snapshot() {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || !g_writer_running) return;
   if (__atomic_exchange_n(&g_high_water_requested, 1, __ATOMIC_ACQ_REL) == 0) knock_writer();
+}
+
+void runtime_request_settle() {
+  if (g_writer_running) knock_writer();
 }
 
 void runtime_request_leak_check() {

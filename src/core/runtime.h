@@ -106,6 +106,10 @@ void runtime_request_leak_check();
 // (high_water.h) as soon as the ramp's floor since the last one allows. Async-signal-safe.
 void runtime_request_high_water_snapshot();
 
+// runtime_request_settle() has the writer thread apply the queue of deferred records
+// (deferred_records.h), which has reached kDeferredKnockAt.
+void runtime_request_settle();
+
 // runtime_stream_path() is the path of the stream this process writes (empty before start).
 const char* runtime_stream_path();
 

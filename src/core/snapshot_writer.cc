@@ -12,6 +12,7 @@
 #include "core/checksum.h"
 #include "core/epoch.h"
 #include "core/frame_builder.h"
+#include "core/deferred_records.h"
 #include "core/device_section.h"
 #include "core/device_table.h"
 #include "core/internal_alloc.h"
@@ -607,6 +608,13 @@ void compact_births(size_t empty_cells) {
 // triples that freed something or are new, and those of epochs the last scan did not count.
 // A process holding a million blocks from its startup then pays one pass over the table and the
 // map per snapshot, not a map update per live block.
+// settle_when_due() applies the queue of deferred records (deferred_records.h) while a long
+// table scan keeps the writer from it, before it fills and the program's threads apply it
+// themselves. Records applied between shards are as a program's hooks acting during the scan.
+void settle_when_due() {
+  if (deferred_records_pending() >= kDeferredSettleAt) deferred_records_settle();
+}
+
 void write_births(FrameBuilder& frame, Epoch closed, uint32_t triples_end, const InternalArray<uint32_t>& freed_triples) {
   g_writer.births_incomplete = false;
   g_writer.births_before.clear();
@@ -627,7 +635,7 @@ void write_births(FrameBuilder& frame, Epoch closed, uint32_t triples_end, const
     if (cell->key != 0 && recompute_cell(cell->key)) cell->bytes = cell->blocks = 0;
   }
   ScanContext scan{triples_end, raw(closed)};
-  alloc_table_visit(scan_heap, &scan);
+  alloc_table_visit(scan_heap, &scan, settle_when_due);
   interval_map_visit(scan_intervals, &scan);
   device_table_visit(scan_device_blocks, &scan);
   // The list's count comes before its elements, so the changes are gathered first.

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
+#include "core/deferred_records.h"
 #include "core/stack_capture.h"
 #include "core/stream_format.h"
 #include "core/thread_registry.h"
@@ -31,11 +32,12 @@ using SetAllocator = void (*)(int domain, PyMemAllocator* allocator);
 PyMemAllocator g_wrapped[kDomainObject + 1];
 
 // Each wrapper is entered through a pointer from PyObject_Malloc and its kin, and notes its caller
-// as an exported hook does (the interpreter's function that allocates, for start-up stacks).
+// as an exported hook does (the interpreter's function that allocates, for start-up stacks). Their
+// calls hold the interpreter's lock: blocks in arenas are recorded through the queue.
 void* recorded_malloc(void* context, size_t size) {
   HookCaller caller(__builtin_return_address(0));
   const auto* wrapped = static_cast<const PyMemAllocator*>(context);
-  return allocate_recorded(size, [&] { return wrapped->malloc(wrapped->ctx, size); });
+  return allocate_recorded<true>(size, [&] { return wrapped->malloc(wrapped->ctx, size); });
 }
 
 void* recorded_calloc(void* context, size_t count, size_t size) {
@@ -43,19 +45,19 @@ void* recorded_calloc(void* context, size_t count, size_t size) {
   const auto* wrapped = static_cast<const PyMemAllocator*>(context);
   size_t total;
   if (__builtin_mul_overflow(count, size, &total)) total = 0;  // the wrapped calloc fails it
-  return allocate_recorded(total, [&] { return wrapped->calloc(wrapped->ctx, count, size); });
+  return allocate_recorded<true>(total, [&] { return wrapped->calloc(wrapped->ctx, count, size); });
 }
 
 void* recorded_realloc(void* context, void* pointer, size_t size) {
   HookCaller caller(__builtin_return_address(0));
   const auto* wrapped = static_cast<const PyMemAllocator*>(context);
-  return resize_recorded(pointer, size, [&] { return wrapped->realloc(wrapped->ctx, pointer, size); });
+  return resize_recorded<true>(pointer, size, [&] { return wrapped->realloc(wrapped->ctx, pointer, size); });
 }
 
 void recorded_free(void* context, void* pointer) {
   HookCaller caller(__builtin_return_address(0));
   const auto* wrapped = static_cast<const PyMemAllocator*>(context);
-  free_recorded(pointer, [&] { wrapped->free(wrapped->ctx, pointer); });
+  free_recorded<true>(pointer, [&] { wrapped->free(wrapped->ctx, pointer); });
 }
 
 // CPython's PyObjectArenaAllocator, unchanged since 3.4.
@@ -80,11 +82,14 @@ void* marked_arena_alloc(void* context, size_t size) {
   thread->stack_marker = kPythonArenaFrame;
   void* arena = wrapped->alloc(wrapped->ctx, size);
   thread->stack_marker = outer;
+  if (arena != nullptr) deferred_records_add_range(reinterpret_cast<uintptr_t>(arena), size);
   return arena;
 }
 
+// wrapped_arena_free() applies what is queued of the arena's blocks before its memory goes back.
 void wrapped_arena_free(void* context, void* pointer, size_t size) {
   const auto* wrapped = static_cast<const PyArenaAllocator*>(context);
+  deferred_records_remove_range(reinterpret_cast<uintptr_t>(pointer), size);
   wrapped->free(wrapped->ctx, pointer, size);
 }
 
@@ -104,6 +109,7 @@ bool python_allocator_hooks_install(void* scope) {
   auto get = reinterpret_cast<GetAllocator>(dlsym(scope, "PyMem_GetAllocator"));
   auto set = reinterpret_cast<SetAllocator>(dlsym(scope, "PyMem_SetAllocator"));
   if (get == nullptr || set == nullptr) return false;
+  recorder_queue_serialized();
   for (int domain : {kDomainMem, kDomainObject}) {
     get(domain, &g_wrapped[domain]);
     PyMemAllocator wrapper{&g_wrapped[domain], recorded_malloc, recorded_calloc, recorded_realloc, recorded_free};

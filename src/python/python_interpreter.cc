@@ -150,6 +150,9 @@ void record_small_objects(void* scope, int minor) {
     return;
   }
   if (minor >= 10 && minor <= 13 && python_allocator_hooks_install(scope)) {
+    // Its arenas' ranges are what lets their blocks be recorded through the queue
+    // (deferred_records.h); they are mapped inside a recorded call, never recorded as mmap.
+    python_arena_hooks_install(scope);
     python_free_lists_watch(scope);
     if (minor >= 13) python_object_reuse_watch(scope);
     return;

@@ -315,6 +315,52 @@ TEST_P(PythonFrames, SmallObjectsAreRecordedOneByOneWhilePymallocServesThem) {
   EXPECT_LE(found.blocks, 20000 + 2);
 }
 
+// Small objects are recorded through a queue the writer applies (docs/RUNTIME.md): blocks resized
+// in place or moved, and whole arenas given back while their blocks' frees wait in the queue and
+// then mapped again for others, still end exactly where they should.
+TEST_P(PythonFrames, SmallObjectsResizedAndInArenasGivenBackAndMappedAgainStayExact) {
+  const char* script =
+      "def churn():\n"
+      "    junk = [str(i) * 3 for i in range(300000)]\n"
+      "    del junk\n"
+      "def keep_grown(count):\n"
+      "    kept = []\n"
+      "    for i in range(count):\n"
+      "        grown = bytearray(8)\n"
+      "        grown.extend(b'x' * 40)\n"
+      "        kept.append(grown)\n"
+      "    return kept\n"
+      "def keep_more(count):\n"
+      "    more = []\n"
+      "    for i in range(count):\n"
+      "        more.append(bytes(100))\n"
+      "    return more\n"
+      "import time\n"
+      "churn()\n"
+      "kept = keep_grown(5000)\n"
+      "churn()\n"
+      "time.sleep(0.5)  # not a shutdown: settled well before the end\n"
+      "more = keep_more(1000)\n"
+      "print(len(kept), sum(len(k) for k in kept))\n";
+  nlohmann::json report = run_script(script);
+  EXPECT_EQ(last_out_, "5000 240000\n");
+  Found kept = sites_named(report, "keep_grown");
+  // Each bytearray and its buffer, and the list's array of items (and the list, unless the
+  // interpreter reused one from its free list).
+  EXPECT_GE(kept.blocks, 2 * 5000 + 1) << report["sites"].dump();
+  EXPECT_LE(kept.blocks, 2 * 5000 + 2);
+  // Every buffer holds its 48 bytes and a terminating zero.
+  EXPECT_GE(kept.bytes, 5000 * 49);
+  // Made last, in arenas given back by the churn and mapped again: a bytes object of 100 bytes
+  // is one block each.
+  Found more = sites_named(report, "keep_more");
+  EXPECT_GE(more.blocks, 1000 + 1);
+  EXPECT_LE(more.blocks, 1000 + 2);
+  Found churned = sites_named(report, "churn");
+  EXPECT_EQ(churned.blocks, 0) << "the churned strings were all freed";
+  EXPECT_EQ(churned.bytes, 0);
+}
+
 // A dict handed out again from CPython's free list, whose memory a temporary dict at another line
 // allocated, is recorded where it is made (3.13's reference tracer; before it, the line of the
 // temporary, docs/PYTHON.md).

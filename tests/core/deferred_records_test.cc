@@ -1,0 +1,147 @@
+#include "core/deferred_records.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace leakscope::internal {
+namespace {
+
+std::vector<DeferredRecord>& applied() {
+  static std::vector<DeferredRecord> records;
+  return records;
+}
+
+void apply(const DeferredRecord* records, size_t count) { applied().insert(applied().end(), records, records + count); }
+
+int g_knocks = 0;
+void knock() { ++g_knocks; }
+
+constexpr uintptr_t kMiB = uintptr_t{1} << 20;
+
+// One queue serves the process: each test settles what it queued and ends the ranges it added.
+class DeferredRecords : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(deferred_records_init(apply, knock));
+    deferred_records_settle();
+    applied().clear();
+    g_knocks = 0;
+  }
+};
+
+DeferredRecord alloc_at(uintptr_t pointer, uint64_t size) {
+  return DeferredRecord{pointer, size, static_cast<TripleId>(3), static_cast<Epoch>(1), DeferredKind::kAlloc};
+}
+
+DeferredRecord free_at(uintptr_t pointer) {
+  return DeferredRecord{pointer, 0, TripleId::kNone, static_cast<Epoch>(2), DeferredKind::kFree};
+}
+
+TEST_F(DeferredRecords, QueuesOnlyBlocksInsideARangeAndAppliesThemInOrder) {
+  // An arena of 1 MiB that is not MiB-aligned, as pymalloc's mmap gives them.
+  uintptr_t arena = 0x7f1234540000;
+  ASSERT_TRUE(deferred_records_add_range(arena, kMiB));
+  EXPECT_TRUE(deferred_records_covers(arena));
+  EXPECT_TRUE(deferred_records_covers(arena + kMiB - 16));
+  EXPECT_FALSE(deferred_records_covers(arena - 16));
+  EXPECT_FALSE(deferred_records_covers(arena + kMiB));
+
+  EXPECT_TRUE(deferred_records_append(alloc_at(arena + 32, 24)));
+  EXPECT_FALSE(deferred_records_append(alloc_at(arena + kMiB, 24)));  // recorded at once by the caller
+  EXPECT_TRUE(deferred_records_append(free_at(arena + 32)));
+  EXPECT_TRUE(deferred_records_append(alloc_at(arena + 32, 40)));
+  EXPECT_EQ(deferred_records_pending(), 3u);
+  EXPECT_TRUE(applied().empty());
+
+  deferred_records_settle();
+  EXPECT_EQ(deferred_records_pending(), 0u);
+  ASSERT_EQ(applied().size(), 3u);
+  EXPECT_EQ(applied()[0].kind, DeferredKind::kAlloc);
+  EXPECT_EQ(applied()[0].size, 24u);
+  EXPECT_EQ(applied()[1].kind, DeferredKind::kFree);
+  EXPECT_EQ(applied()[2].size, 40u);
+  EXPECT_EQ(g_knocks, 0);
+  deferred_records_remove_range(arena, kMiB);
+}
+
+TEST_F(DeferredRecords, EndingARangeAppliesWhatIsQueuedOfItBeforeItsAddressesCanBeReused) {
+  uintptr_t arena = 0x7f2000000000;
+  ASSERT_TRUE(deferred_records_add_range(arena, kMiB));
+  ASSERT_TRUE(deferred_records_append(alloc_at(arena + 64, 16)));
+  deferred_records_remove_range(arena, kMiB);
+  ASSERT_EQ(applied().size(), 1u);
+  EXPECT_EQ(applied()[0].pointer, arena + 64);
+  EXPECT_FALSE(deferred_records_covers(arena + 64));
+  EXPECT_FALSE(deferred_records_append(free_at(arena + 64)));
+  // A resize's end is queued whatever the range: the take it answers may have been queued before
+  // the range ended inside the resize.
+  EXPECT_TRUE(deferred_records_append(
+      DeferredRecord{arena + 64, 0, TripleId::kNone, static_cast<Epoch>(2), DeferredKind::kTakeEnd}));
+  deferred_records_settle();
+  EXPECT_EQ(applied().size(), 2u);
+}
+
+TEST_F(DeferredRecords, AFullQueueIsAppliedInOrderByTheThreadAppendingAndTheWriterIsKnockedOncePerFilling) {
+  uintptr_t arena = 0x7f3000000000;
+  ASSERT_TRUE(deferred_records_add_range(arena, kMiB));
+  constexpr size_t kRecords = 200000;  // three times the queue
+  for (size_t i = 0; i < kRecords; ++i) ASSERT_TRUE(deferred_records_append(alloc_at(arena + (i % 4096) * 16, i)));
+  EXPECT_LT(deferred_records_pending(), kRecords);
+  deferred_records_settle();
+  ASSERT_EQ(applied().size(), kRecords);
+  for (size_t i = 0; i < kRecords; ++i) ASSERT_EQ(applied()[i].size, i) << "out of order at " << i;
+  // Knocked as the queue passed the mark on each filling, never on every record.
+  EXPECT_GE(g_knocks, 1);
+  EXPECT_LE(g_knocks, 4);
+  deferred_records_remove_range(arena, kMiB);
+}
+
+TEST_F(DeferredRecords, AMiBSharedByFourRangesTakesNoFifthAndEndingOneKeepsTheOthers) {
+  uintptr_t full = 0x7f4000100000;  // a MiB holding four ranges of 256 KiB
+  constexpr uintptr_t kQuarter = 256 * 1024;
+  for (uintptr_t i = 0; i < 4; ++i) ASSERT_TRUE(deferred_records_add_range(full + i * kQuarter, kQuarter));
+  // A fifth range across the MiB below and this one is refused, and leaves nothing of itself
+  // in the MiB below, which took it first.
+  EXPECT_FALSE(deferred_records_add_range(full - 4096, 8192));
+  EXPECT_FALSE(deferred_records_covers(full - 16));
+  deferred_records_remove_range(full + kQuarter, kQuarter);
+  EXPECT_TRUE(deferred_records_covers(full + 16));
+  EXPECT_FALSE(deferred_records_covers(full + kQuarter + 16));
+  EXPECT_TRUE(deferred_records_covers(full + 3 * kQuarter + 16));
+  for (uintptr_t i : {0, 2, 3}) deferred_records_remove_range(full + i * kQuarter, kQuarter);
+  EXPECT_FALSE(deferred_records_covers(full + 16));
+}
+
+TEST_F(DeferredRecords, ManyArenasStayFindableAsTheTableGrowsAndShrinks) {
+  uintptr_t base = 0x7f5000040000;
+  constexpr uintptr_t kArenas = 3000;
+  for (uintptr_t i = 0; i < kArenas; ++i) ASSERT_TRUE(deferred_records_add_range(base + i * kMiB, kMiB));
+  for (uintptr_t i = 0; i < kArenas; i += 2) deferred_records_remove_range(base + i * kMiB, kMiB);
+  for (uintptr_t i = 0; i < kArenas; ++i) {
+    ASSERT_EQ(deferred_records_covers(base + i * kMiB + 512), i % 2 == 1) << i;
+  }
+  for (uintptr_t i = 1; i < kArenas; i += 2) deferred_records_remove_range(base + i * kMiB, kMiB);
+  EXPECT_FALSE(deferred_records_covers(base + kMiB + 512));
+}
+
+TEST_F(DeferredRecords, PendingEndsAreTheFreesAndTakesNotYetApplied) {
+  uintptr_t arena = 0x7f6000000000;
+  ASSERT_TRUE(deferred_records_add_range(arena, kMiB));
+  ASSERT_TRUE(deferred_records_append(alloc_at(arena + 16, 8)));
+  ASSERT_TRUE(deferred_records_append(free_at(arena + 48)));
+  ASSERT_TRUE(deferred_records_append(
+      DeferredRecord{arena + 80, 0, TripleId::kNone, static_cast<Epoch>(2), DeferredKind::kTake}));
+  std::vector<uintptr_t> ends;
+  deferred_records_visit_pending_ends(
+      [](uintptr_t pointer, void* context) { static_cast<std::vector<uintptr_t>*>(context)->push_back(pointer); }, &ends);
+  EXPECT_EQ(ends, (std::vector<uintptr_t>{arena + 48, arena + 80}));
+  deferred_records_remove_range(arena, kMiB);
+  ends.clear();
+  deferred_records_visit_pending_ends(
+      [](uintptr_t pointer, void* context) { static_cast<std::vector<uintptr_t>*>(context)->push_back(pointer); }, &ends);
+  EXPECT_TRUE(ends.empty());
+}
+
+}  // namespace
+}  // namespace leakscope::internal
