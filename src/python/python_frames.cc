@@ -106,13 +106,34 @@ uintptr_t thread_state(const Walker& w, bool* own) {
 struct ImportHint {
   uintptr_t frame;
   uintptr_t code;
+  uintptr_t previous;  // the frame's caller then
 };
-__thread ImportHint t_import_hint __attribute__((tls_model("initial-exec"))) = {0, 0};
+__thread ImportHint t_import_hint __attribute__((tls_model("initial-exec"))) = {0, 0, 0};
+
+// below_on_data_stack() tells whether `frame` lies below `chain` in the chunk of the thread's
+// frame stack in use (3.11+). Frames there are pushed and popped in order, so one below a frame
+// that runs runs too, and is one of its callers: no chase along the chain is needed to know it.
+bool below_on_data_stack(const PythonLayout& layout, uintptr_t tstate, uintptr_t frame, uintptr_t chain) {
+  if (layout.tstate_datastack_chunk == 0 || frame >= chain) return false;
+  uintptr_t chunk = read_field<uintptr_t>(tstate, layout.tstate_datastack_chunk);
+  if (chunk == 0) return false;
+  // _PyStackChunk: previous, size (bytes, the header included), top, then the frames.
+  uintptr_t end = chunk + read_field<size_t>(chunk, sizeof(uintptr_t));
+  return frame >= chunk + 3 * sizeof(uintptr_t) && chain < end;
+}
 
 // hinted_frame() is the frame of `chain` (innermost first) where the hinted import frame still
-// runs the same code, or 0. Only pointers are read on the way: no code object is looked at.
-uintptr_t hinted_frame(const PythonLayout& layout, uintptr_t chain) {
+// runs the same code, or 0. Only pointers are read on the way: no code object is looked at. A
+// hinted frame below the chain's first on the data stack, with the code and the caller it had, is
+// that frame still: a word of the stack that holds a frame's address is a frame's `previous`, so
+// the two match only at the start of a frame.
+uintptr_t hinted_frame(const PythonLayout& layout, uintptr_t tstate, uintptr_t chain) {
   const ImportHint hint = t_import_hint;
+  if (hint.frame != 0 && below_on_data_stack(layout, tstate, hint.frame, chain) &&
+      read_field<uintptr_t>(hint.frame, layout.frame_code) == hint.code &&
+      read_field<uintptr_t>(hint.frame, layout.frame_previous) == hint.previous) {
+    return hint.frame;
+  }
   for (int steps = 0; chain != 0 && steps < kMaxChainSteps; ++steps) {
     if (chain == hint.frame) return read_field<uintptr_t>(chain, layout.frame_code) == hint.code ? chain : 0;
     chain = read_field<uintptr_t>(chain, layout.frame_previous);
@@ -144,7 +165,7 @@ void walk(PythonStack* stack, WalkScope scope) {
   uintptr_t hinted = 0;
   int hinted_from = 0;  // the index of the first frame read from the hinted frame out
   if (skip && scope == WalkScope::kImportCallers) {
-    hinted = hinted_frame(layout, frame);
+    hinted = hinted_frame(layout, tstate, frame);
     if (hinted != 0) frame = hinted;
     skip = false;
   }
@@ -152,7 +173,7 @@ void walk(PythonStack* stack, WalkScope scope) {
     if (skip && stack->frame_count == 1) {
       // The innermost frame is read: on to the hinted import frame.
       skip = false;
-      hinted = hinted_frame(layout, frame);
+      hinted = hinted_frame(layout, tstate, frame);
       if (hinted != 0) {
         frame = hinted;
         hinted_from = 1;
@@ -193,7 +214,8 @@ void walk(PythonStack* stack, WalkScope scope) {
     stack->cut = true;
     if (stack->frame_count > stack->call_begin(stack->call_count)) stack->end_call();
   }
-  t_import_hint = ImportHint{stack->import_frame, stack->import_code};
+  t_import_hint = ImportHint{stack->import_frame, stack->import_code,
+                             stack->import_frame != 0 ? read_field<uintptr_t>(stack->import_frame, layout.frame_previous) : 0};
   // The hinted frame's code no longer imports (its object was freed and another made at its
   // address): the frames passed over are needed after all.
   if (hinted != 0 && stack->outermost_import < hinted_from) {

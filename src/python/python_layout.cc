@@ -11,6 +11,7 @@ constexpr char kDebugCookie[8] = {'x', 'd', 'e', 'b', 'u', 'g', 'p', 'y'};
 constexpr size_t kDebugFreeThreaded = 2;
 constexpr size_t kDebugThreadCurrentFrame = 23;
 constexpr size_t kDebugThreadId = 24;
+constexpr size_t kDebugThreadDatastackChunk = 26;
 constexpr size_t kDebugFramePrevious = 29;
 constexpr size_t kDebugFrameExecutable = 30;
 constexpr size_t kDebugFrameInstruction = 31;
@@ -70,6 +71,7 @@ bool python_layout_for(int minor, const uint8_t* runtime, PythonLayout* layout) 
       set_311_family(&l);
       l.tstate_thread_id = 152;
       l.tstate_cframe = 56;
+      l.tstate_datastack_chunk = 296;
       l.top_frame = 8;
       l.frame_code = 32;
       l.frame_previous = 48;
@@ -88,6 +90,7 @@ bool python_layout_for(int minor, const uint8_t* runtime, PythonLayout* layout) 
       set_311_family(&l);
       l.tstate_thread_id = 136;
       l.tstate_cframe = 56;
+      l.tstate_datastack_chunk = 232;
       l.top_frame = 0;
       l.frame_code = 0;
       l.frame_previous = 8;
@@ -104,6 +107,7 @@ bool python_layout_for(int minor, const uint8_t* runtime, PythonLayout* layout) 
     case 13:
       set_311_family(&l);
       l.tstate_thread_id = 152;
+      l.tstate_datastack_chunk = 232;
       l.top_frame = 72;
       l.frame_code = 0;
       l.frame_previous = 8;
@@ -121,6 +125,7 @@ bool python_layout_for(int minor, const uint8_t* runtime, PythonLayout* layout) 
       if (debug_word(runtime, kDebugFreeThreaded) != 0) return false;
       l.top_frame = debug_word(runtime, kDebugThreadCurrentFrame);
       l.tstate_thread_id = debug_word(runtime, kDebugThreadId);
+      l.tstate_datastack_chunk = debug_word(runtime, kDebugThreadDatastackChunk);
       l.frame_previous = debug_word(runtime, kDebugFramePrevious);
       l.frame_code = debug_word(runtime, kDebugFrameExecutable);
       l.frame_instruction = debug_word(runtime, kDebugFrameInstruction);

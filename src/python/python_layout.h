@@ -27,6 +27,7 @@ struct PythonLayout {
   size_t tstate_thread_id = 0;
   size_t tstate_cframe = 0;     // 3.11/3.12: _PyCFrame*; 0 when the top frame is in the tstate
   size_t top_frame = 0;         // in the tstate, or in the _PyCFrame
+  size_t tstate_datastack_chunk = 0;  // 3.11+: the chunk of the frames' stack in use; 0 in 3.10
   // The frame (PyFrameObject in 3.10, _PyInterpreterFrame after)
   size_t frame_code = 0;
   size_t frame_previous = 0;

@@ -192,6 +192,42 @@ TEST_P(PythonFrames, ObjectsTheEvaluationLoopMakesInANestedImportKeepTheirLineAn
   EXPECT_LE(blocks, 4000);
 }
 
+// An import begun 300 calls deep whose module builds a table 500 calls deeper: the frames span
+// several chunks of the interpreter's frame stack, where a frame below another in the same chunk
+// is known to be its caller and one in another chunk is found by following the chain. What the
+// import makes is cut at the import and named by the line that imports; a frame of the module
+// kept before the cut (an object the evaluation loop makes itself) is followed by that line.
+TEST_P(PythonFrames, TablesOfAnImportBegunAndBuiltDeepAreNamedByTheLineThatImports) {
+  nlohmann::json report = serve("after_deep_import");
+  // 3.10's code objects have no qualified name.
+  std::string importer = std::string(GetParam().minor >= 11 ? "serve_after_deep_import.<locals>." : "") + "load:" +
+                         std::to_string(marker_line("python_app/service.py", "deep_import_line"));
+  int64_t named = 0;
+  for (const auto& site : report["sites"]) {
+    const auto& frames = site["frames"];
+    size_t marker = frames.size();
+    for (size_t i = 0; i < frames.size() && marker == frames.size(); ++i) {
+      const auto& function = frames[i]["function"];
+      if (function.is_string() && function.get<std::string>().starts_with("[import;")) marker = i;
+    }
+    if (marker == frames.size()) continue;
+    std::vector<std::string> outward;  // the Python frames after the marker
+    for (size_t i = marker + 1; i < frames.size(); ++i) {
+      if (frames[i]["language"] == "python") {
+        outward.push_back(frames[i]["function"].get<std::string>() + ":" + std::to_string(frames[i]["line"].get<int>()));
+      }
+    }
+    bool in_module = false;
+    for (size_t i = 0; i < marker; ++i) {
+      in_module |= frames[i]["language"] == "python" && frames[i]["file"].get<std::string>().ends_with("deep_tables.py");
+    }
+    if (in_module) EXPECT_FALSE(outward.empty()) << site.dump().substr(0, 1500);
+    if (in_module && !outward.empty()) EXPECT_EQ(outward.front(), importer) << site.dump().substr(0, 1500);
+    if (!outward.empty() && outward.front() == importer) named += site["live_blocks"].get<int64_t>();
+  }
+  EXPECT_GE(named, 3000 + 2000) << "the deep and the shallow words, named by the line that imports";
+}
+
 TEST_P(PythonFrames, LeakOfSmallObjectsIsFoundAtItsLine) {
   nlohmann::json report = serve("small");
   Found found = sites_named(report, "fill_cache");
