@@ -57,7 +57,46 @@ def _name_python_threads():
         give_name(str(threading.current_thread().name).encode())
 
 
+def _leave_fork_warnings_as_untraced():
+    """CPython 3.12+ warns at os.fork() that a process with more than one thread may deadlock in
+    the child, counting the process's threads, leakscope's writer among them. A fork whose count
+    only that thread makes ignores the warning (under -W error it would raise where the program
+    untraced does not); one in a program with threads of its own warns as it does untraced."""
+    if sys.version_info < (3, 12):
+        return
+    import ctypes
+
+    try:
+        own_threads = ctypes.CDLL(None).leakscope_python_own_threads
+    except (OSError, AttributeError):
+        return
+    import re
+    import warnings
+
+    # What warnings.filterwarnings("ignore", message=..., category=DeprecationWarning) inserts.
+    ignored = ("ignore", re.compile(r"This process \(pid=\d+\) is multi-threaded, use of \w+\(\) may lead to "
+                                    r"deadlocks in the child\.", re.I), DeprecationWarning, None, 0)
+
+    def threads_of_the_process():
+        try:
+            with open("/proc/self/stat", "rb") as stat:
+                return int(stat.read().rsplit(b")", 1)[1].split()[17])  # num_threads, the 20th field
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    def before_fork():
+        quiet = threads_of_the_process() - own_threads() == 1
+        if quiet and ignored not in warnings.filters:
+            warnings.filterwarnings("ignore", message=ignored[1].pattern, category=DeprecationWarning)
+        elif not quiet and ignored in warnings.filters:
+            warnings.filters.remove(ignored)
+            warnings._filters_mutated()
+
+    os.register_at_fork(before=before_fork)
+
+
 try:
     _name_python_threads()
+    _leave_fork_warnings_as_untraced()
 finally:
     _run_the_next_sitecustomize()

@@ -671,6 +671,8 @@ void runtime_request_high_water_snapshot() {
   if (__atomic_exchange_n(&g_high_water_requested, 1, __ATOMIC_ACQ_REL) == 0) knock_writer();
 }
 
+int runtime_own_threads() { return g_writer_running ? 1 : 0; }
+
 void runtime_request_settle() {
   if (g_writer_running) knock_writer();
 }

@@ -110,6 +110,9 @@ void runtime_request_high_water_snapshot();
 // (deferred_records.h), which has reached kDeferredKnockAt.
 void runtime_request_settle();
 
+// runtime_own_threads() is the number of threads the runtime runs in the process (its writer).
+int runtime_own_threads();
+
 // runtime_stream_path() is the path of the stream this process writes (empty before start).
 const char* runtime_stream_path();
 

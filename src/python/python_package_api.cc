@@ -1,6 +1,6 @@
-// The entry points the leakscope Python package (python/leakscope) calls through ctypes, beside the
-// public C API: what it needs to follow asyncio's tasks a step at a time (docs/PYTHON.md, tasks
-// under asyncio). A ctypes call costs a traced step about a microsecond, and allocates; a step
+// The entry points the leakscope Python package (python/leakscope) and its sitecustomize call
+// through ctypes, beside the public C API: what they need to follow asyncio's tasks a step at a
+// time (docs/PYTHON.md, tasks under asyncio) and to leave fork's warning as it is untraced. A ctypes call costs a traced step about a microsecond, and allocates; a step
 // instead writes its task into a cell of its thread's state.
 #include <stdint.h>
 
@@ -26,4 +26,11 @@ LS_EXPORT uint32_t* leakscope_python_step_task_cell(void) {
   Bookkeeping bookkeeping;
   ThreadState* thread = thread_current();
   return thread != nullptr ? &thread->step_task : nullptr;
+}
+
+// leakscope_python_own_threads() is the number of threads leakscope runs in the process, which a
+// program does not have untraced: CPython 3.12+ counts them when it warns that a fork is unsafe.
+LS_EXPORT int leakscope_python_own_threads(void) {
+  if (g_runtime_state.load(std::memory_order_acquire) != kActive) return 0;
+  return runtime_own_threads();
 }

@@ -397,6 +397,31 @@ TEST_P(PythonFrames, SmallObjectsResizedAndInArenasGivenBackAndMappedAgainStayEx
   EXPECT_EQ(churned.bytes, 0);
 }
 
+// CPython 3.12+ warns at a fork that a process with more than one thread may deadlock in the
+// child, counting leakscope's writer thread too: a program of one thread must not be told so (with
+// -W error its fork would raise), and one with a thread of its own is, as untraced.
+TEST_P(PythonFrames, AForkWarnsOfThreadsOnlyWhenTheProgramHasThreadsOfItsOwn) {
+  if (GetParam().minor < 12) GTEST_SKIP() << "CPython 3." << GetParam().minor << " does not warn at a fork";
+  const char* script =
+      "import os, threading, time, warnings\n"
+      "def fork_once():\n"
+      "    with warnings.catch_warnings(record=True) as caught:\n"
+      "        warnings.simplefilter('always')\n"
+      "        pid = os.fork()\n"
+      "        if pid == 0:\n"
+      "            os._exit(0)\n"
+      "        os.waitpid(pid, 0)\n"
+      "    return sum('multi-threaded' in str(w.message) for w in caught)\n"
+      "print('alone', fork_once())\n"
+      "worker = threading.Thread(target=time.sleep, args=(0.5,))\n"
+      "worker.start()\n"
+      "print('with a thread', fork_once())\n"
+      "worker.join()\n"
+      "print('alone again', fork_once())\n";
+  run_script(script);
+  EXPECT_EQ(last_out_, "alone 0\nwith a thread 1\nalone again 0\n");
+}
+
 // A dict handed out again from CPython's free list, whose memory a temporary dict at another line
 // allocated, is recorded where it is made (3.13's reference tracer; before it, the line of the
 // temporary, docs/PYTHON.md).
