@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "core/internal_alloc.h"
+#include "core/probed_slots.h"
 #include "core/spin_lock.h"
 
 namespace leakscope::internal {
@@ -29,12 +30,16 @@ struct Chunk {
   Range ranges[kRangesPerChunk];
 };
 
-// ChunkTable: open addressing with linear probing and backward-shift deletion, kept at most half
-// full. A few hundred chunks for a process with gigabytes of Python objects.
+struct ChunkKeys {
+  static uint64_t key(const Chunk& chunk) { return chunk.key; }
+  static uint64_t hash(uint64_t key) { return key * 0x9e3779b97f4a7c15ull; }
+};
+
+// ChunkTable: the MiBs that ranges touch. A few hundred for a process with gigabytes of Python
+// objects.
 class ChunkTable {
  public:
   bool covers(uintptr_t pointer) const {
-    if (count_ == 0) return false;
     const Chunk* chunk = find(pointer >> kChunkShift);
     if (chunk == nullptr) return false;
     for (const Range& range : chunk->ranges) {
@@ -60,20 +65,15 @@ class ChunkTable {
   }
 
  private:
-  uint32_t home_of(uint64_t key) const {
-    return static_cast<uint32_t>((key * 0x9e3779b97f4a7c15ull) >> 32) & (capacity_ - 1);
-  }
-
-  const Chunk* find(uint64_t key) const {
-    for (uint32_t slot = home_of(key);; slot = (slot + 1) & (capacity_ - 1)) {
-      if (chunks_[slot].key == key) return &chunks_[slot];
-      if (chunks_[slot].key == 0) return nullptr;
-    }
+  Chunk* find(uint64_t key) const {
+    if (slots_.count == 0) return nullptr;
+    Chunk& chunk = slots_.slots[slots_.find(key, ChunkKeys::hash(key))];
+    return chunk.key == key ? &chunk : nullptr;
   }
 
   bool add_to_chunk(uint64_t key, Range range) {
-    if (const Chunk* known = count_ != 0 ? find(key) : nullptr) {
-      for (Range& place : const_cast<Chunk*>(known)->ranges) {
+    if (Chunk* known = find(key)) {
+      for (Range& place : known->ranges) {
         if (place.begin == 0) {
           place = range;
           return true;
@@ -81,61 +81,26 @@ class ChunkTable {
       }
       return false;
     }
-    if (!make_room()) return false;
-    uint32_t slot = home_of(key);
-    while (chunks_[slot].key != 0) slot = (slot + 1) & (capacity_ - 1);
-    chunks_[slot].key = key;
-    chunks_[slot].ranges[0] = range;
-    ++count_;
+    if (!slots_.make_room()) return false;
+    Chunk& chunk = slots_.slots[slots_.find(key, ChunkKeys::hash(key))];
+    chunk.key = key;
+    chunk.ranges[0] = range;
+    ++slots_.count;
     return true;
   }
 
   void remove_from_chunk(uint64_t key, uintptr_t begin) {
-    Chunk* chunk = count_ != 0 ? const_cast<Chunk*>(find(key)) : nullptr;
+    Chunk* chunk = find(key);
     if (chunk == nullptr) return;
     bool empty = true;
     for (Range& range : chunk->ranges) {
       if (range.begin == begin) range = Range{};
       if (range.begin != 0) empty = false;
     }
-    if (empty) erase(static_cast<uint32_t>(chunk - chunks_));
+    if (empty) slots_.erase(static_cast<uint32_t>(chunk - slots_.slots));
   }
 
-  void erase(uint32_t hole) {
-    for (uint32_t next = (hole + 1) & (capacity_ - 1); chunks_[next].key != 0; next = (next + 1) & (capacity_ - 1)) {
-      uint32_t home = home_of(chunks_[next].key);
-      bool home_after_hole = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
-      if (!home_after_hole) {
-        chunks_[hole] = chunks_[next];
-        hole = next;
-      }
-    }
-    chunks_[hole] = Chunk{};
-    --count_;
-  }
-
-  bool make_room() {
-    if ((count_ + 1) * 2 <= capacity_) return true;
-    uint32_t grown_capacity = capacity_ == 0 ? 64 : capacity_ * 2;
-    auto* grown = static_cast<Chunk*>(internal_alloc(size_t{grown_capacity} * sizeof(Chunk)));
-    if (grown == nullptr) return false;
-    Chunk* old = chunks_;
-    uint32_t old_capacity = capacity_;
-    chunks_ = grown;
-    capacity_ = grown_capacity;
-    for (uint32_t i = 0; i < old_capacity; ++i) {
-      if (old[i].key == 0) continue;
-      uint32_t slot = home_of(old[i].key);
-      while (chunks_[slot].key != 0) slot = (slot + 1) & (capacity_ - 1);
-      chunks_[slot] = old[i];
-    }
-    if (old != nullptr) internal_free(old, size_t{old_capacity} * sizeof(Chunk));
-    return true;
-  }
-
-  Chunk* chunks_ = nullptr;
-  uint32_t capacity_ = 0;
-  uint32_t count_ = 0;
+  ProbedSlots<Chunk, ChunkKeys, 64> slots_;
 };
 
 // The queue: appended to under g_append_lock, applied under g_settle_lock, which is taken after
