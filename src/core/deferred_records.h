@@ -77,12 +77,14 @@ bool deferred_records_try_settle();
 // the program's threads and may not take a lock then. Settle first, so that these are few.
 void deferred_records_visit_pending_ends(void (*visit)(uintptr_t pointer, void* context), void* context);
 
-// While records arrive the writer settles them every kDeferredSettlePollNs; a thread appending
-// knocks it only when kDeferredKnockAt wait (it sleeps, or writes a snapshot), as waking a thread
-// costs the one that knocks a system call and an interrupt of another core.
+// While records arrive fast (kDeferredSettleAt or more since it last looked) the writer settles
+// them every kDeferredSettlePollNs; a thread appending knocks it only when kDeferredKnockAt wait
+// (it sleeps, or writes a snapshot), as waking a thread costs the one that knocks a system call
+// and an interrupt of another core. A program making fewer leaves the writer asleep until its
+// next snapshot or the knock.
 constexpr uint64_t kDeferredSettlePollNs = 1'000'000;
 constexpr uint64_t kDeferredKnockAt = 8192;
-// A long table scan of the writer's settles between shards once this many wait.
+// Also what a long table scan of the writer's lets wait before it settles between shards.
 constexpr uint64_t kDeferredSettleAt = 1024;
 
 void deferred_records_before_fork();

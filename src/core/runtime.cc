@@ -385,8 +385,8 @@ void* writer_main(void*) {
   for (;;) {
     int knocks = __atomic_load_n(&g_writer_knocks, __ATOMIC_ACQUIRE);
     if (__atomic_load_n(&g_writer_wake, __ATOMIC_ACQUIRE) != 0) break;
-    bool settled = deferred_records_pending() != 0;
-    if (settled) deferred_records_settle();
+    uint64_t waiting = deferred_records_pending();
+    if (waiting != 0) deferred_records_settle();
     if (__atomic_exchange_n(&g_leak_check_requested, 0, __ATOMIC_ACQ_REL) != 0) {
       lock_snapshot_asleep();
       leak_check_locked(LeakCheckTrigger::kSignal, SnapshotReason::kOnDemand, nullptr);
@@ -409,8 +409,8 @@ void* writer_main(void*) {
     }
     if (now < next) {
       uint64_t until = high_water && high_water_at < next ? high_water_at : next;
-      // Records arriving: look again soon, so that the threads appending them need not knock.
-      if (settled && until - now > kDeferredSettlePollNs) until = now + kDeferredSettlePollNs;
+      // Records arriving fast: look again soon, so that the threads appending them need not knock.
+      if (waiting >= kDeferredSettleAt && until - now > kDeferredSettlePollNs) until = now + kDeferredSettlePollNs;
       sys::futex_wait(&g_writer_knocks, knocks, until - now);
       continue;
     }
