@@ -1,8 +1,8 @@
 // The C API (include/leakscope/leakscope.h) as the preload implements it.
 #include "leakscope/leakscope.h"
 
+#include "core/deferred_records.h"
 #include "core/leak_check.h"
-#include "core/recorder.h"
 #include "core/runtime.h"
 #include "core/task_registry.h"
 #include "core/thread_registry.h"
@@ -56,7 +56,7 @@ LS_EXPORT int64_t leakscope_live_bytes(leakscope_domain_t domain) {
   if (static_cast<int>(domain) < 0 || static_cast<int>(domain) >= kDomainCount) return -1;
   if (!tracking()) return 0;
   Bookkeeping bookkeeping;
-  recorder_settle();
+  deferred_records_settle();  // Python's small objects queued and not yet applied
   return triple_live_bytes_of_domain(static_cast<Domain>(domain));
 }
 

@@ -166,12 +166,6 @@ void deferred_records_remove_range(uintptr_t begin, size_t length) {
   g_ranges.remove(begin, begin + length);
 }
 
-bool deferred_records_covers(uintptr_t pointer) {
-  if (g_queue == nullptr) return false;
-  SpinLockGuard guard(g_append_lock);
-  return g_ranges.covers(pointer);
-}
-
 bool deferred_records_append(const DeferredRecord& record) {
   if (g_queue == nullptr) return false;
   bool knock;

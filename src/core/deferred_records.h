@@ -54,9 +54,6 @@ bool deferred_records_add_range(uintptr_t begin, size_t length);
 // deferred_records_remove_range() settles the queue and ends the range, before its memory goes back.
 void deferred_records_remove_range(uintptr_t begin, size_t length);
 
-// deferred_records_covers() tells whether a block at `pointer` is recorded through the queue.
-bool deferred_records_covers(uintptr_t pointer);
-
 // deferred_records_append() queues `record` when its pointer lies in a range (kTakeEnd always);
 // false when it does not, and the caller records it at once.
 bool deferred_records_append(const DeferredRecord& record);

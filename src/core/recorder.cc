@@ -378,8 +378,6 @@ void recorder_end_take_queued(void* pointer, bool ended) {
 
 bool recorder_queue_serialized() { return deferred_records_init(apply_deferred, runtime_request_settle); }
 
-void recorder_settle() { deferred_records_settle(); }
-
 uintptr_t recorder_last_alloc() {
   ThreadState* thread = thread_current_if_registered();
   return thread != nullptr ? thread->last_alloc : 0;
@@ -387,18 +385,13 @@ uintptr_t recorder_last_alloc() {
 
 void recorder_renew(void* pointer) {
   runtime_poll_teardown();
-  uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
-  if (!deferred_records_covers(block)) {
-    AllocRecord old;
-    if (!take_record(pointer, &old)) return;
-    count_freed(old, epoch_current());
-    recorder_alloc(Domain::kHeap, pointer, old.size);
-    return;
-  }
-  // In an arena: every block there is small, and the stack is taken before the record is seen.
+  // The blocks a runtime hands out again from its free lists are small: the stack is taken before
+  // the record is seen, by the thread, and the record's work is queued when the block's allocator
+  // is serialized.
   ThreadState* thread = thread_current();
   TripleEntry* triple = current_triple(Domain::kHeap, thread, 0);
   if (triple == nullptr) return;
+  uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
   Epoch now = epoch_current();
   if (!deferred_records_append(DeferredRecord{block, 0, static_cast<TripleId>(triple->id), now, DeferredKind::kRenew})) {
     renew_now(block, triple, now);

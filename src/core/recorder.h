@@ -53,10 +53,8 @@ bool recorder_take_queued(void* pointer);
 void recorder_end_take_queued(void* pointer, bool ended);
 
 // recorder_queue_serialized() makes the queue the serialized functions use (false without
-// memory: they record at once); recorder_settle() applies what it holds, before the table or the
-// counters are read outside a snapshot (which settles by itself).
+// memory: they record at once); deferred_records_settle() applies it.
 bool recorder_queue_serialized();
-void recorder_settle();
 
 // recorder_last_alloc() is the block the calling thread's last recorder_alloc() recorded (0: none).
 uintptr_t recorder_last_alloc();
