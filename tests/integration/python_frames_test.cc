@@ -404,6 +404,9 @@ TEST_P(PythonFrames, AForkWarnsOfThreadsOnlyWhenTheProgramHasThreadsOfItsOwn) {
   if (GetParam().minor < 12) GTEST_SKIP() << "CPython 3." << GetParam().minor << " does not warn at a fork";
   const char* script =
       "import os, threading, time, warnings\n"
+      "def os_threads():\n"
+      "    with open('/proc/self/stat', 'rb') as stat:\n"
+      "        return int(stat.read().rsplit(b')', 1)[1].split()[17])\n"
       "def fork_once():\n"
       "    with warnings.catch_warnings(record=True) as caught:\n"
       "        warnings.simplefilter('always')\n"
@@ -412,11 +415,16 @@ TEST_P(PythonFrames, AForkWarnsOfThreadsOnlyWhenTheProgramHasThreadsOfItsOwn) {
       "            os._exit(0)\n"
       "        os.waitpid(pid, 0)\n"
       "    return sum('multi-threaded' in str(w.message) for w in caught)\n"
+      "alone = os_threads()\n"
       "print('alone', fork_once())\n"
       "worker = threading.Thread(target=time.sleep, args=(0.5,))\n"
       "worker.start()\n"
       "print('with a thread', fork_once())\n"
       "worker.join()\n"
+      "# join() returns before the thread is gone from the kernel's count, which the warning reads\n"
+      "deadline = time.time() + 5\n"
+      "while os_threads() > alone and time.time() < deadline:\n"
+      "    time.sleep(0.01)\n"
       "print('alone again', fork_once())\n";
   run_script(script);
   EXPECT_EQ(last_out_, "alone 0\nwith a thread 1\nalone again 0\n");
