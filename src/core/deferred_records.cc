@@ -111,6 +111,13 @@ constinit ChunkTable g_ranges;  // under g_append_lock
 DeferredRecord* g_queue = nullptr;
 ApplyDeferred g_apply = nullptr;
 void (*g_knock)() = nullptr;
+// Every record queued (deferred_records_queue_all()): wanted from the start, begun at the
+// kAloneAfterAllocations-th allocation (or at once when the queue is there already), both cleared
+// under g_append_lock when a second thread comes, once what was queued is applied.
+constexpr uint64_t kAloneAfterAllocations = 8192;
+constinit std::atomic<bool> g_alone_wanted{false};
+constinit std::atomic<bool> g_alone{false};
+constinit std::atomic<uint64_t> g_allocations_before_alone{0};
 alignas(64) constinit std::atomic<uint64_t> g_tail{0};  // next place appended to
 alignas(64) constinit std::atomic<uint64_t> g_head{0};  // next record applied
 
@@ -140,14 +147,67 @@ bool append_held(const DeferredRecord& record) {
   return tail + 1 - g_head.load(std::memory_order_relaxed) == kDeferredKnockAt;
 }
 
+// end_alone_held() stops queuing every record, applying what is queued first; the caller holds
+// g_append_lock.
+void end_alone_held() {
+  g_alone_wanted.store(false, std::memory_order_relaxed);
+  if (!g_alone.load(std::memory_order_relaxed)) return;
+  {
+    SpinLockGuard settling(g_settle_lock);
+    settle_held();
+  }
+  // Cleared last: a thread that reads it cleared records at once, after all that was queued.
+  g_alone.store(false, std::memory_order_release);
+}
+
 }  // namespace
 
 bool deferred_records_init(ApplyDeferred apply, void (*knock)()) {
+  SpinLockGuard guard(g_append_lock);
   if (g_queue != nullptr) return true;
   g_apply = apply;
   g_knock = knock;
   g_queue = static_cast<DeferredRecord*>(internal_alloc_permanent(kQueueCapacity * sizeof(DeferredRecord)));
   return g_queue != nullptr;
+}
+
+void deferred_records_queue_all(ApplyDeferred apply, void (*knock)()) {
+  SpinLockGuard guard(g_append_lock);
+  if (g_apply == nullptr) {
+    g_apply = apply;
+    g_knock = knock;
+  }
+  g_alone_wanted.store(true, std::memory_order_release);
+}
+
+bool deferred_records_alone() { return g_alone.load(std::memory_order_relaxed); }
+
+bool deferred_records_append_alone(const DeferredRecord& record) {
+  if (!g_alone_wanted.load(std::memory_order_relaxed)) return false;
+  if (!g_alone.load(std::memory_order_relaxed)) {
+    // A program that makes few blocks is not worth the queue's memory.
+    if (g_queue == nullptr &&
+        g_allocations_before_alone.fetch_add(1, std::memory_order_relaxed) + 1 < kAloneAfterAllocations) {
+      return false;
+    }
+    SpinLockGuard guard(g_append_lock);
+    if (!g_alone_wanted.load(std::memory_order_relaxed)) return false;  // a second thread came meanwhile
+    if (g_queue == nullptr) {
+      g_queue = static_cast<DeferredRecord*>(internal_alloc_permanent(kQueueCapacity * sizeof(DeferredRecord)));
+      if (g_queue == nullptr) {
+        g_alone_wanted.store(false, std::memory_order_relaxed);
+        return false;
+      }
+    }
+    g_alone.store(true, std::memory_order_relaxed);
+  }
+  return deferred_records_append(record);
+}
+
+void deferred_records_end_alone() {
+  if (!g_alone_wanted.load(std::memory_order_acquire)) return;
+  SpinLockGuard guard(g_append_lock);
+  end_alone_held();
 }
 
 bool deferred_records_add_range(uintptr_t begin, size_t length) {
@@ -171,7 +231,14 @@ bool deferred_records_append(const DeferredRecord& record) {
   bool knock;
   {
     SpinLockGuard guard(g_append_lock);
-    if (record.kind != DeferredKind::kTakeEnd && !g_ranges.covers(record.pointer)) return false;
+    bool alone = g_alone.load(std::memory_order_relaxed);
+    if (alone && g_tail.load(std::memory_order_relaxed) - g_head.load(std::memory_order_acquire) == kQueueCapacity) {
+      // The writer does not keep up (a program that does little but allocate): its thread would
+      // wait for it at every record. Records are made at once from now on, once these are applied.
+      end_alone_held();
+      alone = false;
+    }
+    if (record.kind != DeferredKind::kTakeEnd && !alone && !g_ranges.covers(record.pointer)) return false;
     knock = append_held(record);
   }
   if (knock) g_knock();

@@ -9,6 +9,9 @@
 // stack and an append; the table's insert or remove (a cache miss each in a table of a million
 // blocks, half the cost of tracing `import torch`) and the counting of a free run on the other core.
 //
+// While the program has had one thread every heap record is queued the same way
+// (deferred_records_queue_all()): one thread's calls are in one order too.
+//
 // What is asked of the table or of the counters must first settle the queue: snapshots, leak
 // checks and the C API's figures do. An arena is settled before its memory goes back, so nothing
 // queued outlives the address range it refers to.
@@ -46,6 +49,27 @@ using ApplyDeferred = void (*)(const DeferredRecord* records, size_t count);
 // as any other).
 bool deferred_records_init(ApplyDeferred apply, void (*knock)());
 
+// deferred_records_queue_all() has every record queued, wherever its block lies, until
+// deferred_records_end_alone(): while a program has one thread, all its allocations and frees come
+// in one order, which the queue keeps (a free is appended before the block goes back, an
+// allocation once the block is made), so no reuse of an address can overtake its end. Start-up
+// (libraries' static initializers, imports) is most of some programs' allocations and runs on one
+// thread. The queue is mapped at the program's kAloneAfterAllocations-th allocation (a program
+// making fewer is not worth its 2 MiB), unless it is there already.
+void deferred_records_queue_all(ApplyDeferred apply, void (*knock)());
+
+// deferred_records_alone() tells whether every record is queued (racy: append() decides).
+bool deferred_records_alone();
+
+// deferred_records_append_alone() queues an allocation's record while every record is queued,
+// counting it toward the start of that; false when it does not, and the caller records it at once.
+// Anything else is queued by deferred_records_append() (which takes every record then).
+bool deferred_records_append_alone(const DeferredRecord& record);
+
+// deferred_records_end_alone() is called by a thread other than the first before it records
+// anything: what is queued is applied, and from then on only blocks in ranges are queued.
+void deferred_records_end_alone();
+
 // deferred_records_add_range() has blocks inside [begin, begin + length) (an arena the serialized
 // allocator just mapped) recorded through the queue; false when it cannot (no memory, or a range
 // that shares its address space too finely), and they are recorded at once.
@@ -54,8 +78,8 @@ bool deferred_records_add_range(uintptr_t begin, size_t length);
 // deferred_records_remove_range() settles the queue and ends the range, before its memory goes back.
 void deferred_records_remove_range(uintptr_t begin, size_t length);
 
-// deferred_records_append() queues `record` when its pointer lies in a range (kTakeEnd always);
-// false when it does not, and the caller records it at once.
+// deferred_records_append() queues `record` when every record is queued or its pointer lies in a
+// range (kTakeEnd always); false when it does not, and the caller records it at once.
 bool deferred_records_append(const DeferredRecord& record);
 
 // deferred_records_pending() is the number of records queued and not applied yet (racy).

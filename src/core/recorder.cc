@@ -97,6 +97,10 @@ int native_startup_stack(ThreadState* thread, const StackRequest& request, uintp
   return startup_stack_cut(frames, depth, kept, request.startup_marker, callers > kept ? callers : kept, depth, g_depth);
 }
 
+// While every record is queued, a block this large is recorded at once (after what is queued):
+// such blocks are few, and a burst of them is what a high-water snapshot must see as it happens.
+constexpr size_t kQueuedBelowBytes = 64 * 1024;
+
 // captured_stack() captures and interns the caller's stack; its frame buffer lives here, apart,
 // so that a recorder call on a small signal stack never reserves it. A block of
 // kStartupWholeStackBytes or more keeps its whole stack even during start-up (such blocks are
@@ -282,6 +286,25 @@ void apply_deferred(const DeferredRecord* records, size_t count) {
   high_water_publish();
 }
 
+// free_now() ends a heap block's record; queue_free() queues its end instead, false when the
+// queue does not take it.
+void free_now(void* pointer) {
+  AllocRecord removed;
+  if (!take_record(pointer, &removed)) return;
+  count_freed(removed, epoch_current());
+  ThreadState* thread = thread_current_if_registered();
+  if (thread != nullptr && removed.pointer == thread->free_watch.block) thread->free_watch.freed = true;
+}
+
+bool queue_free(void* pointer) {
+  uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
+  DeferredRecord end{block, 0, TripleId::kNone, epoch_current(), DeferredKind::kFree};
+  if (!deferred_records_append(end)) return false;
+  ThreadState* thread = thread_current_if_registered();
+  if (thread != nullptr && block == thread->free_watch.block) thread->free_watch.freed = true;
+  return true;
+}
+
 void count_cut(const IntervalCut& cut, void* context) {
   if (cut.removed.triple == kReservedRange) {
     g_reserved_bytes.fetch_sub(cut.removed.end - cut.removed.begin, std::memory_order_relaxed);
@@ -337,8 +360,13 @@ void recorder_alloc(Domain domain, void* pointer, size_t size) {
   if (thread == nullptr || (sampler_enabled() && !sampler_take(thread, size))) return;
   TripleEntry* triple = current_triple(domain, thread, size);
   if (triple == nullptr) return;
-  record_alloc_now(triple, reinterpret_cast<uintptr_t>(pointer), size, epoch_current());
-  thread->last_alloc = reinterpret_cast<uintptr_t>(pointer);
+  uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
+  Epoch now = epoch_current();
+  thread->last_alloc = block;
+  DeferredRecord made{block, size, static_cast<TripleId>(triple->id), now, DeferredKind::kAlloc};
+  if (size < kQueuedBelowBytes && deferred_records_append_alone(made)) return;
+  if (deferred_records_alone()) deferred_records_settle();  // what is queued goes first
+  record_alloc_now(triple, block, size, now);
 }
 
 void recorder_alloc_serialized(void* pointer, size_t size) {
@@ -349,20 +377,16 @@ void recorder_alloc_serialized(void* pointer, size_t size) {
   if (triple == nullptr) return;
   uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
   Epoch now = epoch_current();
-  if (!deferred_records_append(DeferredRecord{block, size, static_cast<TripleId>(triple->id), now, DeferredKind::kAlloc})) {
-    record_alloc_now(triple, block, size, now);
-  }
   thread->last_alloc = block;
+  DeferredRecord made{block, size, static_cast<TripleId>(triple->id), now, DeferredKind::kAlloc};
+  if (size < kQueuedBelowBytes && deferred_records_append(made)) return;
+  if (deferred_records_alone()) deferred_records_settle();  // what is queued goes first
+  record_alloc_now(triple, block, size, now);
 }
 
 void recorder_free_serialized(void* pointer) {
   runtime_poll_teardown();
-  uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
-  if (!deferred_records_append(DeferredRecord{block, 0, TripleId::kNone, epoch_current(), DeferredKind::kFree})) {
-    return recorder_free(pointer);
-  }
-  ThreadState* thread = thread_current_if_registered();
-  if (thread != nullptr && block == thread->free_watch.block) thread->free_watch.freed = true;
+  if (!queue_free(pointer)) free_now(pointer);
 }
 
 bool recorder_take_queued(void* pointer) {
@@ -377,6 +401,12 @@ void recorder_end_take_queued(void* pointer, bool ended) {
 }
 
 bool recorder_queue_serialized() { return deferred_records_init(apply_deferred, runtime_request_settle); }
+
+void recorder_queue_all() {
+  if (!sampler_enabled()) deferred_records_queue_all(apply_deferred, runtime_request_settle);
+}
+
+bool recorder_queues_all() { return deferred_records_alone(); }
 
 uintptr_t recorder_last_alloc() {
   ThreadState* thread = thread_current_if_registered();
@@ -401,11 +431,11 @@ void recorder_renew(void* pointer) {
 
 void recorder_free(void* pointer) {
   runtime_poll_teardown();
-  AllocRecord removed;
-  if (!take_record(pointer, &removed)) return;
-  count_freed(removed, epoch_current());
-  ThreadState* thread = thread_current_if_registered();
-  if (thread != nullptr && removed.pointer == thread->free_watch.block) thread->free_watch.freed = true;
+  if (deferred_records_alone()) {
+    thread_current();  // a thread freeing before it allocated registers here, and a second one ends the queuing
+    if (queue_free(pointer)) return;
+  }
+  free_now(pointer);
 }
 
 FreeWatch recorder_watch_free(uintptr_t block) {

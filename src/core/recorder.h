@@ -39,12 +39,15 @@ LS_ALWAYS_INLINE bool recorder_skips_free(const void* pointer) {
   return sampler_enabled() && !sampler_filter_may_contain(reinterpret_cast<uintptr_t>(pointer));
 }
 
-// recorder_alloc() records a new block of the heap-like `domain` at `pointer`.
+// recorder_alloc() records a new block of the heap-like `domain` at `pointer`; recorder_free()
+// ends a heap block's record. While the program has had one thread their records go through the
+// queue of deferred_records.h, but for blocks of 64 KiB or more.
 void recorder_alloc(Domain domain, void* pointer, size_t size);
 
 // The same for an allocator whose calls are serialized (CPython's object allocator, under the
 // interpreter's lock; deferred_records.h): a block inside one of its arenas is recorded through
-// the queue, applied by the writer; any other at once. recorder_take_queued() queues the take of a
+// the queue, applied by the writer; any other at once (or queued too while the program has had one
+// thread, as recorder_alloc() queues it then). recorder_take_queued() queues the take of a
 // block being resized when it is in an arena (false: use recorder_take()), and
 // recorder_end_take_queued() says how the resize went.
 void recorder_alloc_serialized(void* pointer, size_t size);
@@ -55,6 +58,12 @@ void recorder_end_take_queued(void* pointer, bool ended);
 // recorder_queue_serialized() makes the queue the serialized functions use (false without
 // memory: they record at once); deferred_records_settle() applies it.
 bool recorder_queue_serialized();
+
+// recorder_queue_all() has every heap record queued while the program has one thread
+// (deferred_records_queue_all()), in exact mode; recorder_queues_all() tells whether they still
+// are, and resizes then queue their takes too.
+void recorder_queue_all();
+bool recorder_queues_all();
 
 // recorder_last_alloc() is the block the calling thread's last recorder_alloc() recorded (0: none).
 uintptr_t recorder_last_alloc();

@@ -601,6 +601,7 @@ void runtime_init(RealFunctionResolver resolve_real_functions) {
     recorder_set_depth(static_cast<int>(g_options.depth));
     recorder_set_startup_depth(static_cast<int>(g_options.startup_depth));
     sampler_set_interval(g_options.sample);
+    recorder_queue_all();
     high_water_init(g_options.high_water);
     stack_capture_init(g_options.unwind);
     module_map_refresh(epoch_current(), true);

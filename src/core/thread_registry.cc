@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 
+#include "core/deferred_records.h"
 #include "core/high_water.h"
 #include "core/internal_alloc.h"
 #include "core/spin_lock.h"
@@ -117,7 +118,10 @@ LS_NOINLINE ThreadState* thread_register() {
   state->incarnation = incarnation;
   state->tid = tid;
   leakscope_tls_thread = state;
-  if (tid != sys::get_pid()) startup_phase_second_thread();
+  if (tid != sys::get_pid()) {
+    startup_phase_second_thread();
+    deferred_records_end_alone();  // before this thread records anything
+  }
   if (g_exit_key_ready) pthread_setspecific(g_exit_key, state);
   return state;
 }

@@ -6,7 +6,7 @@
 // domains (python_allocator_hooks.cc) are recorded through them, so a block is counted the same
 // way whichever allocator served it. `kSerialized` marks an allocator whose calls are serialized
 // (CPython's, under the interpreter's lock): its blocks in arenas are recorded through the queue
-// of deferred_records.h.
+// of deferred_records.h, as every block is while the program has one thread.
 #ifndef LEAKSCOPE_INTERPOSE_RECORDED_CALLS_H_
 #define LEAKSCOPE_INTERPOSE_RECORDED_CALLS_H_
 
@@ -66,7 +66,7 @@ LS_ALWAYS_INLINE void* resize_recorded(void* pointer, size_t size, Call&& call) 
   bool tracked = false, queued = false;
   {
     Bookkeeping record;
-    if constexpr (kSerialized) queued = pointer != nullptr && recorder_take_queued(pointer);
+    queued = pointer != nullptr && (kSerialized || recorder_queues_all()) && recorder_take_queued(pointer);
     tracked = !queued && pointer != nullptr && recorder_take(pointer, &taken);
   }
   void* result;

@@ -154,5 +154,33 @@ TEST_F(DeferredRecords, PendingEndsAreTheFreesAndTakesNotYetApplied) {
   EXPECT_TRUE(ends.empty());
 }
 
+// While the program has one thread every record is queued, wherever its block lies, from the
+// allocation that begins it (the queue exists here: at once); a second thread applies what is
+// queued before it records anything, and from then on only blocks in ranges are queued.
+TEST_F(DeferredRecords, WhileAloneEveryRecordIsQueuedUntilASecondThreadAppliesThem) {
+  uintptr_t outside = 0x7f3000000000;
+  EXPECT_FALSE(deferred_records_append(free_at(outside))) << "no range, not alone";
+  deferred_records_queue_all(apply, knock);
+  EXPECT_FALSE(deferred_records_alone()) << "begun by an allocation";
+  EXPECT_TRUE(deferred_records_append_alone(alloc_at(outside, 24)));
+  EXPECT_TRUE(deferred_records_alone());
+  EXPECT_TRUE(deferred_records_append(free_at(outside)));
+  EXPECT_TRUE(deferred_records_append_alone(alloc_at(outside, 48)));
+  EXPECT_EQ(deferred_records_pending(), 3u);
+  EXPECT_TRUE(applied().empty());
+
+  deferred_records_end_alone();
+  EXPECT_FALSE(deferred_records_alone());
+  EXPECT_EQ(deferred_records_pending(), 0u);
+  ASSERT_EQ(applied().size(), 3u);
+  EXPECT_EQ(applied()[0].size, 24u);
+  EXPECT_EQ(applied()[1].kind, DeferredKind::kFree);
+  EXPECT_EQ(applied()[2].size, 48u);
+  EXPECT_FALSE(deferred_records_append_alone(alloc_at(outside, 24)));
+  EXPECT_FALSE(deferred_records_append(free_at(outside)));
+  deferred_records_end_alone();  // a third thread: nothing more to do
+  EXPECT_EQ(applied().size(), 3u);
+}
+
 }  // namespace
 }  // namespace leakscope::internal

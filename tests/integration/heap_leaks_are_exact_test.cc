@@ -126,6 +126,26 @@ TEST(HeapLeaksAreExact, FramePointerUnwindingGivesTheSameFigures) {
   EXPECT_EQ(site["frames"][1]["function"], "main");
 }
 
+// A start-up on one thread is recorded through the writer's queue (docs/RUNTIME.md), the first
+// worker thread applying what is queued before it records anything: the same figures as any.
+TEST(HeapLeaksAreExact, AStartUpOnOneThreadAndThePoolAfterItAreExactBlockForBlock) {
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome outcome = leakscope({"run", "-o", file, "--", fixture("one_thread_start_up")});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_EQ(outcome.out, "served\n");
+  nlohmann::json document = dump(file, {"--at", "end"});
+  expect_site(document, "fill_table", 20000 * 40, 20000);
+  EXPECT_TRUE(sites_at(document, "parse_configuration").empty()) << "freed tokens reported live";
+  expect_site(document, "grow_buffer", 128 * 1024, 1);
+  expect_site(document, "load_weights", 8 << 20, 8);
+  expect_site(document, "log_request", 300 * 100, 300);
+  EXPECT_TRUE(sites_at(document, "make_batch").empty()) << "the batch the workers freed reported live";
+  nlohmann::json kept = site_at(document, "worker_keep");
+  EXPECT_EQ(kept["live_bytes"], 4 * 250 * 64);
+  EXPECT_EQ(kept["live_blocks"], 4 * 250);
+  EXPECT_EQ(kept["threads"].size(), 4u);
+}
+
 TEST(MappedMemoryIsTracked, PartialMunmapSplitsAndTrimsMappings) {
   PatternRun run = run_pattern("mmap");
   const int64_t page = 4096;

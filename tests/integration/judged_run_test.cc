@@ -406,6 +406,23 @@ TEST(JudgedRun, ABurstBetweenPeriodicSnapshotsIsSeenAtItsPeak) {
   EXPECT_LT(unseen["tracked_bytes"].get<int64_t>(), int64_t{8} << 20) << unseen.dump(1);
 }
 
+// A burst made while the program has had one thread only, whose records the writer applies
+// (docs/RUNTIME.md): its blocks of a mebibyte are recorded at once, and the high-water snapshot
+// sees it as it happens.
+TEST(JudgedRun, ABurstOfAProgramThatHasOneThreadIsSeenAtItsPeak) {
+  std::string file = scratch_dir() + "/burst.lsc";
+  Outcome outcome = leakscope({"run", "-o", file, "--interval", "4s", "--option", "ramp=0", "--",
+                               fixture("one_thread_start_up"), "burst"});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  Outcome report = leakscope({"report", "--format", "json", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  nlohmann::json peak = nlohmann::json::parse(report.out)["peak"];
+  EXPECT_GE(peak["tracked_bytes"].get<int64_t>(), int64_t{96} << 20) << peak.dump(1);
+  ASSERT_FALSE(peak["holders"].empty()) << peak.dump(1);
+  EXPECT_NE(peak["holders"][0]["name"].get<std::string>().find("assemble_burst"), std::string::npos) << peak.dump(1);
+  EXPECT_GE(peak["holders"][0]["bytes"].get<int64_t>(), int64_t{96} << 20);
+}
+
 TEST(JudgedRun, ABurstOfAPoolWhoseThreadsEachHoldUnderAMebibyteIsSeenToo) {
   // 200 threads of 768 KiB each: 150 MiB that no thread alone would have made known.
   nlohmann::json peak = peak_of_burst(scratch_dir() + "/pool.lsc", 150, 200);
