@@ -5,6 +5,7 @@
 #include "core/internal_alloc.h"
 #include "core/probed_slots.h"
 #include "core/spin_lock.h"
+#include "core/sys.h"
 
 namespace leakscope::internal {
 namespace {
@@ -118,21 +119,31 @@ constexpr uint64_t kAloneAfterAllocations = 8192;
 constinit std::atomic<bool> g_alone_wanted{false};
 constinit std::atomic<bool> g_alone{false};
 constinit std::atomic<uint64_t> g_allocations_before_alone{0};
+// When every record is queued and the queue is found full twice within this, the writer does not
+// keep up (under g_append_lock: when it was last found full).
+constexpr uint64_t kWriterBehindNs = 100'000'000;
+uint64_t g_last_full_ns = 0;
 alignas(64) constinit std::atomic<uint64_t> g_tail{0};  // next place appended to
 alignas(64) constinit std::atomic<uint64_t> g_head{0};  // next record applied
 
-// settle_held() applies what is queued, in the order it was appended; the caller holds g_settle_lock.
-void settle_held() {
+// settle_held() applies what is queued, in the order it was appended, up to place `until` and at
+// most `most` records; true when it reached `until`. The caller holds g_settle_lock.
+bool settle_held(uint64_t until, uint64_t most) {
   uint64_t head = g_head.load(std::memory_order_relaxed);
-  uint64_t tail = g_tail.load(std::memory_order_acquire);
-  while (head != tail) {
+  if (head >= until) return true;  // another thread applied them
+  uint64_t end = until - head > most ? head + most : until;
+  while (head < end) {
     uint64_t place = head & (kQueueCapacity - 1);
-    uint64_t run = tail - head < kQueueCapacity - place ? tail - head : kQueueCapacity - place;
+    uint64_t run = end - head < kQueueCapacity - place ? end - head : kQueueCapacity - place;
     g_apply(&g_queue[place], run);
     head += run;
     g_head.store(head, std::memory_order_release);
   }
+  return head >= until;
 }
+
+// settle_all_held() applies everything queued; the caller holds g_settle_lock.
+void settle_all_held() { settle_held(g_tail.load(std::memory_order_acquire), UINT64_MAX); }
 
 // append_held() queues `record`, settling a full queue first; the caller holds g_append_lock.
 // True when the writer should be knocked.
@@ -140,7 +151,7 @@ bool append_held(const DeferredRecord& record) {
   uint64_t tail = g_tail.load(std::memory_order_relaxed);
   if (tail - g_head.load(std::memory_order_acquire) == kQueueCapacity) {
     SpinLockGuard settling(g_settle_lock);
-    settle_held();
+    settle_all_held();
   }
   g_queue[tail & (kQueueCapacity - 1)] = record;
   g_tail.store(tail + 1, std::memory_order_release);
@@ -154,7 +165,7 @@ void end_alone_held() {
   if (!g_alone.load(std::memory_order_relaxed)) return;
   {
     SpinLockGuard settling(g_settle_lock);
-    settle_held();
+    settle_all_held();
   }
   // Cleared last: a thread that reads it cleared records at once, after all that was queued.
   g_alone.store(false, std::memory_order_release);
@@ -221,7 +232,7 @@ void deferred_records_remove_range(uintptr_t begin, size_t length) {
   SpinLockGuard guard(g_append_lock);
   {
     SpinLockGuard settling(g_settle_lock);
-    settle_held();
+    settle_all_held();
   }
   g_ranges.remove(begin, begin + length);
 }
@@ -233,10 +244,16 @@ bool deferred_records_append(const DeferredRecord& record) {
     SpinLockGuard guard(g_append_lock);
     bool alone = g_alone.load(std::memory_order_relaxed);
     if (alone && g_tail.load(std::memory_order_relaxed) - g_head.load(std::memory_order_acquire) == kQueueCapacity) {
-      // The writer does not keep up (a program that does little but allocate): its thread would
-      // wait for it at every record. Records are made at once from now on, once these are applied.
-      end_alone_held();
-      alone = false;
+      // Full: the thread applies it itself (append_held()), as when the writer was busy or got no
+      // core for a while. Full again soon after, the writer does not keep up (a program that does
+      // little but allocate), and the thread would wait for it at every record: records are made
+      // at once from now on, once these are applied.
+      uint64_t now = sys::monotonic_ns();
+      if (g_last_full_ns != 0 && now - g_last_full_ns < kWriterBehindNs) {
+        end_alone_held();
+        alone = false;
+      }
+      g_last_full_ns = now;
     }
     if (record.kind != DeferredKind::kTakeEnd && !alone && !g_ranges.covers(record.pointer)) return false;
     knock = append_held(record);
@@ -251,14 +268,20 @@ uint64_t deferred_records_pending() {
 
 void deferred_records_settle() {
   if (g_queue == nullptr || deferred_records_pending() == 0) return;
-  SpinLockGuard settling(g_settle_lock);
-  settle_held();
+  // In runs, the lock let go between them: a thread that finds the queue full waits for one run,
+  // not for all that was queued.
+  constexpr uint64_t kRun = 4096;
+  uint64_t until = g_tail.load(std::memory_order_acquire);
+  for (;;) {
+    SpinLockGuard settling(g_settle_lock);
+    if (settle_held(until, kRun)) return;
+  }
 }
 
 bool deferred_records_try_settle() {
   if (g_queue == nullptr || deferred_records_pending() == 0) return true;
   if (!g_settle_lock.try_lock_for(100)) return false;
-  settle_held();
+  settle_all_held();
   g_settle_lock.unlock();
   return true;
 }
