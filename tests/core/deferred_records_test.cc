@@ -182,5 +182,38 @@ TEST_F(DeferredRecords, WhileAloneEveryRecordIsQueuedUntilASecondThreadAppliesTh
   EXPECT_EQ(applied().size(), 3u);
 }
 
+// A queue found full while every record is queued is applied by the thread that found it, which
+// goes on queuing; found full again soon after, the writer does not keep up, and records are made
+// at once from then on.
+TEST_F(DeferredRecords, WhileAloneAQueueFullTwiceInARowEndsTheQueuing) {
+  uintptr_t outside = 0x7f3100000000;
+  deferred_records_queue_all(apply, knock);
+  ASSERT_TRUE(deferred_records_append_alone(alloc_at(outside, 16)));
+  constexpr size_t kCapacity = size_t{1} << 16;
+  size_t appended = 1;
+  while (appended < kCapacity) appended += deferred_records_append(free_at(outside));
+  EXPECT_EQ(deferred_records_pending(), kCapacity);
+  EXPECT_TRUE(deferred_records_append(free_at(outside))) << "found full once: applied, and queued";
+  ++appended;
+  EXPECT_TRUE(deferred_records_alone());
+  EXPECT_EQ(applied().size(), kCapacity);
+  EXPECT_EQ(deferred_records_pending(), 1u);
+  // Full again at once (a fill takes a millisecond or two; a machine that stops this thread for
+  // 100 ms between two makes it try again).
+  size_t fills = 1;
+  bool queued = true;
+  while (queued && fills < 8) {
+    while (deferred_records_pending() < kCapacity) ASSERT_TRUE(deferred_records_append(free_at(outside)));
+    appended += kCapacity - 1;
+    queued = deferred_records_append(free_at(outside));
+    appended += queued;
+    ++fills;
+  }
+  EXPECT_FALSE(queued) << "recorded by the caller";
+  EXPECT_FALSE(deferred_records_alone());
+  EXPECT_EQ(applied().size(), appended);
+  EXPECT_EQ(deferred_records_pending(), 0u);
+}
+
 }  // namespace
 }  // namespace leakscope::internal
