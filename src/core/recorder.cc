@@ -286,6 +286,21 @@ void apply_deferred(const DeferredRecord* records, size_t count) {
   high_water_publish();
 }
 
+// record_made() records a block made at `triple`: queued when `append` takes its record, else at
+// once, after what is queued.
+LS_ALWAYS_INLINE void record_made(ThreadState* thread, TripleEntry* triple, void* pointer, size_t size,
+                                  bool (*append)(const DeferredRecord&)) {
+  uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
+  Epoch now = epoch_current();
+  thread->last_alloc = block;
+  if (size < kQueuedBelowBytes &&
+      append(DeferredRecord{block, size, static_cast<TripleId>(triple->id), now, DeferredKind::kAlloc})) {
+    return;
+  }
+  if (deferred_records_alone()) deferred_records_settle();
+  record_alloc_now(triple, block, size, now);
+}
+
 // free_now() ends a heap block's record; queue_free() queues its end instead, false when the
 // queue does not take it.
 void free_now(void* pointer) {
@@ -360,13 +375,7 @@ void recorder_alloc(Domain domain, void* pointer, size_t size) {
   if (thread == nullptr || (sampler_enabled() && !sampler_take(thread, size))) return;
   TripleEntry* triple = current_triple(domain, thread, size);
   if (triple == nullptr) return;
-  uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
-  Epoch now = epoch_current();
-  thread->last_alloc = block;
-  DeferredRecord made{block, size, static_cast<TripleId>(triple->id), now, DeferredKind::kAlloc};
-  if (size < kQueuedBelowBytes && deferred_records_append_alone(made)) return;
-  if (deferred_records_alone()) deferred_records_settle();  // what is queued goes first
-  record_alloc_now(triple, block, size, now);
+  record_made(thread, triple, pointer, size, deferred_records_append_alone);
 }
 
 void recorder_alloc_serialized(void* pointer, size_t size) {
@@ -375,13 +384,7 @@ void recorder_alloc_serialized(void* pointer, size_t size) {
   if (thread == nullptr) return;
   TripleEntry* triple = current_triple(Domain::kHeap, thread, size);
   if (triple == nullptr) return;
-  uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
-  Epoch now = epoch_current();
-  thread->last_alloc = block;
-  DeferredRecord made{block, size, static_cast<TripleId>(triple->id), now, DeferredKind::kAlloc};
-  if (size < kQueuedBelowBytes && deferred_records_append(made)) return;
-  if (deferred_records_alone()) deferred_records_settle();  // what is queued goes first
-  record_alloc_now(triple, block, size, now);
+  record_made(thread, triple, pointer, size, deferred_records_append);
 }
 
 void recorder_free_serialized(void* pointer) {
