@@ -286,12 +286,11 @@ bool deferred_records_try_settle() {
   return true;
 }
 
-void deferred_records_visit_pending_ends(void (*visit)(uintptr_t pointer, void* context), void* context) {
+void deferred_records_visit_pending(void (*visit)(const DeferredRecord& record, void* context), void* context) {
   if (g_queue == nullptr) return;
   uint64_t tail = g_tail.load(std::memory_order_acquire);
   for (uint64_t place = g_head.load(std::memory_order_acquire); place != tail; ++place) {
-    const DeferredRecord& record = g_queue[place & (kQueueCapacity - 1)];
-    if (record.kind == DeferredKind::kFree || record.kind == DeferredKind::kTake) visit(record.pointer, context);
+    visit(g_queue[place & (kQueueCapacity - 1)], context);
   }
 }
 

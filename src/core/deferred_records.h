@@ -93,10 +93,10 @@ void deferred_records_settle();
 // a thread inside it: false, settling nothing, when the queue stays taken.
 bool deferred_records_try_settle();
 
-// deferred_records_visit_pending_ends() calls visit(pointer, context) for each block a queued
-// record ends or takes for a resize, without applying anything: for a leak check, which stops
-// the program's threads and may not take a lock then. Settle first, so that these are few.
-void deferred_records_visit_pending_ends(void (*visit)(uintptr_t pointer, void* context), void* context);
+// deferred_records_visit_pending() calls visit(record, context) for each record queued and not
+// applied, in order, without applying anything: for a leak check, which stops the program's
+// threads and may not take a lock then. Settle first, so that these are few.
+void deferred_records_visit_pending(void (*visit)(const DeferredRecord& record, void* context), void* context);
 
 // While records arrive fast (kDeferredSettleAt or more since it last looked) the writer settles
 // them every kDeferredSettlePollNs; a thread appending knocks it only when kDeferredKnockAt wait

@@ -303,9 +303,11 @@ void sum_lost(const ScanBlock* blocks, size_t count, LeakCheckResult* result) {
   result->lost_mapped = entries.bytes;
 }
 
-// drop_ending() and drop_pending_ends() take out of the blocks (sorted by address) those a queued record ends or
-// takes for a resize: freed before the program was paused, they are no one's to lose.
-void drop_ending(uintptr_t pointer, void* context) {
+// drop_ending() and drop_pending_ends() take out of the blocks (sorted by address) those a queued record ends:
+// freed before the program was paused, they are no one's to lose.
+void drop_ending(const DeferredRecord& record, void* context) {
+  if (record.kind != DeferredKind::kFree) return;
+  uintptr_t pointer = record.pointer;
   auto* copy = static_cast<BlockCopy*>(context);
   size_t low = 0, high = copy->count;
   while (low < high) {
@@ -321,7 +323,7 @@ void drop_ending(uintptr_t pointer, void* context) {
 
 void drop_pending_ends(BlockCopy* copy) {
   if (deferred_records_pending() == 0) return;
-  deferred_records_visit_pending_ends(drop_ending, copy);
+  deferred_records_visit_pending(drop_ending, copy);
   size_t kept = 0;
   for (size_t i = 0; i < copy->count; ++i) {
     if (copy->blocks[i].readable) {
@@ -333,13 +335,31 @@ void drop_pending_ends(BlockCopy* copy) {
   copy->count = kept;
 }
 
+// What else is queued (deferred_records.h) is read as it stands, so that nothing only it holds
+// reads as lost: a block made, whose record is still queued, is read as a root; a block being
+// resized (taken, its outcome queued or not made yet) is reachable, its bytes read.
+struct PendingScan {
+  ReachabilityScan* marking;
+  const ProcessMaps* maps;
+};
+
+void scan_pending(const DeferredRecord& record, void* context) {
+  auto* pending = static_cast<PendingScan*>(context);
+  if (record.kind == DeferredKind::kAlloc) {
+    scan_readable(*pending->marking, *pending->maps, record.pointer, record.pointer + record.size, false);
+  } else if (record.kind == DeferredKind::kTake) {
+    size_t block = pending->marking->find(record.pointer);
+    if (block != SIZE_MAX) pending->marking->mark_reachable(block);
+  }
+}
+
 // scan_paused() runs with the loader's lock held: the check proper.
 int scan_paused(struct dl_phdr_info*, size_t, void* context) {
   auto* scan = static_cast<Scan*>(context);
   LeakCheckResult* result = scan->result;
   dl_iterate_phdr(collect_segments, scan);  // the loader's lock is recursive
   // What is queued is applied now, while a lock may still be taken; what is queued after, until
-  // the program is paused, is read as it stands (drop_pending_ends()).
+  // the program is paused, is read as it stands (drop_pending_ends(), scan_pending()).
   deferred_records_settle();
   alloc_table_lock_all();
   StoppedWorld world;
@@ -408,6 +428,8 @@ int scan_paused(struct dl_phdr_info*, size_t, void* context) {
     for (size_t i = 0; i < scan->root_region_count; ++i) {
       scan_readable(marking, maps, scan->root_regions[i].begin, scan->root_regions[i].end, false);
     }
+    PendingScan pending{&marking, &maps};
+    deferred_records_visit_pending(scan_pending, &pending);
     for (size_t i = 0; i < scan->mapping_count; ++i) {
       const Range& region = scan->mappings.items[i];
       if (!inside_any_stack(region, stacks.items, stack_count)) scan_readable(marking, maps, region.begin, region.end, false);

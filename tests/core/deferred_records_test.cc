@@ -136,22 +136,27 @@ TEST_F(DeferredRecords, ManyArenasStayFindableAsTheTableGrowsAndShrinks) {
   EXPECT_FALSE(covered(base + kMiB + 512));
 }
 
-TEST_F(DeferredRecords, PendingEndsAreTheFreesAndTakesNotYetApplied) {
+TEST_F(DeferredRecords, PendingRecordsAreVisitedInOrderWithoutBeingApplied) {
   uintptr_t arena = 0x7f6000000000;
   ASSERT_TRUE(deferred_records_add_range(arena, kMiB));
   ASSERT_TRUE(deferred_records_append(alloc_at(arena + 16, 8)));
   ASSERT_TRUE(deferred_records_append(free_at(arena + 48)));
   ASSERT_TRUE(deferred_records_append(
       DeferredRecord{arena + 80, 0, TripleId::kNone, static_cast<Epoch>(2), DeferredKind::kTake}));
-  std::vector<uintptr_t> ends;
-  deferred_records_visit_pending_ends(
-      [](uintptr_t pointer, void* context) { static_cast<std::vector<uintptr_t>*>(context)->push_back(pointer); }, &ends);
-  EXPECT_EQ(ends, (std::vector<uintptr_t>{arena + 48, arena + 80}));
+  std::vector<DeferredRecord> pending;
+  auto keep = [](const DeferredRecord& record, void* context) {
+    static_cast<std::vector<DeferredRecord>*>(context)->push_back(record);
+  };
+  deferred_records_visit_pending(keep, &pending);
+  ASSERT_EQ(pending.size(), 3u);
+  EXPECT_EQ(pending[0].kind, DeferredKind::kAlloc);
+  EXPECT_EQ(pending[1].pointer, arena + 48);
+  EXPECT_EQ(pending[2].kind, DeferredKind::kTake);
+  EXPECT_TRUE(applied().empty());
   deferred_records_remove_range(arena, kMiB);
-  ends.clear();
-  deferred_records_visit_pending_ends(
-      [](uintptr_t pointer, void* context) { static_cast<std::vector<uintptr_t>*>(context)->push_back(pointer); }, &ends);
-  EXPECT_TRUE(ends.empty());
+  pending.clear();
+  deferred_records_visit_pending(keep, &pending);
+  EXPECT_TRUE(pending.empty());
 }
 
 // While the program has one thread every record is queued, wherever its block lies, from the
