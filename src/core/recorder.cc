@@ -394,6 +394,7 @@ void recorder_free_serialized(void* pointer) {
 
 bool recorder_take_queued(void* pointer) {
   runtime_poll_teardown();
+  if (deferred_records_alone()) thread_current();  // as recorder_free()
   return deferred_records_append(
       DeferredRecord{reinterpret_cast<uintptr_t>(pointer), 0, TripleId::kNone, epoch_current(), DeferredKind::kTake});
 }
@@ -435,7 +436,7 @@ void recorder_renew(void* pointer) {
 void recorder_free(void* pointer) {
   runtime_poll_teardown();
   if (deferred_records_alone()) {
-    thread_current();  // a thread freeing before it allocated registers here, and a second one ends the queuing
+    thread_current();  // a thread ending a block before it made one registers here: a second one ends the queuing
     if (queue_free(pointer)) return;
   }
   free_now(pointer);
