@@ -11,11 +11,6 @@ namespace {
 // the mark no longer holds, and they are no store the program cleared.
 constexpr int64_t kLeastGrownBytes = 4096;
 
-// ... and only when it was made at least this many epochs before: a temporary built and let go
-// just before the end (a summary of the run written out) grows all along too, within the last
-// snapshots; a store the program kept was there before them.
-constexpr uint32_t kLeastStoreEpochs = 2;
-
 }  // namespace
 
 void JudgedCapture::observe(const RunState& state) {
@@ -37,9 +32,6 @@ void JudgedCapture::observe_earlier(const RunState& state, uint32_t index) {
   double epoch_start_s = static_cast<double>(state.epoch_start_ns(state.last_snapshot().epoch)) / 1e9;
   double taken_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
   double bin_s = static_cast<double>(state.birth_bin_ns()) / 1e9;
-  // A site first seen at this snapshot's kLeastStoreEpochs-th predecessor or before.
-  uint32_t epoch = state.last_snapshot().epoch;
-  uint64_t made_by_ns = epoch > kLeastStoreEpochs ? state.epoch_start_ns(epoch - kLeastStoreEpochs + 1) : 0;
   SiteCaptures& captures = judged_.captures;
   TriplesBySite triples(state);
   earlier_.grow(state.sites().size());
@@ -54,8 +46,7 @@ void JudgedCapture::observe_earlier(const RunState& state, uint32_t index) {
       if (bin.bytes != 0 && born_s < epoch_start_s) held += bin.bytes;
       if (bin.bytes != 0 && born_s < first_half_s) held_early += bin.bytes;
     }
-    bool made_before = state.sites()[id].first_seen_ns <= made_by_ns;
-    bool grew_all_along = made_before && held >= kLeastGrownBytes && held_early * 4 >= held;
+    bool grew_all_along = held >= kLeastGrownBytes && held_early * 4 >= held;
     EarlierSite& earlier = earlier_[id];
     // Still shrinking: the run keeps its start. Otherwise a run may start here.
     bool run_starts = earlier.seen_at == 0 || held >= earlier.latest_held;

@@ -13,7 +13,7 @@
 // Otherwise it is taken from the mark. That hides no leak, and blocks that were merely in flight
 // at an earlier snapshot (a loop's temporaries) are not revived. Before exit() or
 // finalization only a site that grew all along is taken from before (at least 4 KiB held there, a
-// quarter of it born in the first half of its life, first seen two snapshots or more before): the locals of functions that returned, a
+// quarter of it born in the first half of its life): the locals of functions that returned, a
 // request loop's cache among them, are gone as they would be at any other moment. Captures of the
 // shutdown's snapshots are kept only where a site's run may start (report/site_capture.h), so
 // memory stays one capture per site and not one per snapshot.
@@ -71,7 +71,7 @@ class JudgedCapture {
     int64_t run_start_held = 0;
     int64_t latest_held = 0;  // at the latest snapshot of the shutdown
     // It held at least 4 KiB at its run's start, a quarter of it born in the first half of its
-    // life so far, and was first seen kLeastStoreEpochs snapshots or more before.
+    // life so far.
     bool run_start_grew_all_along = false;
     uint32_t seen_at = 0;  // the latest snapshot that had it
   };
