@@ -79,13 +79,16 @@ bool deferred_records_add_range(uintptr_t begin, size_t length);
 void deferred_records_remove_range(uintptr_t begin, size_t length);
 
 // deferred_records_append() queues `record` when every record is queued or its pointer lies in a
-// range (kTakeEnd always); false when it does not, and the caller records it at once.
+// range (kTakeEnd always); false when it does not, and the caller records it at once. A full queue
+// is applied by the appending thread; found full again within 100 ms while every record is queued,
+// the writer does not keep up, and that ends (as deferred_records_end_alone() does).
 bool deferred_records_append(const DeferredRecord& record);
 
 // deferred_records_pending() is the number of records queued and not applied yet (racy).
 uint64_t deferred_records_pending();
 
-// deferred_records_settle() applies every record queued so far. Not signal-safe; the writer, the
+// deferred_records_settle() applies every record queued so far, in runs of 4 096 with the queue let
+// go between them (a thread finding it full waits for one run). Not signal-safe; the writer, the
 // threads whose records fill the queue, and whoever reads the table or the counters call it.
 void deferred_records_settle();
 
