@@ -196,7 +196,7 @@ TEST_F(DeferredRecords, WhileAloneAQueueFullTwiceInARowEndsTheQueuing) {
   ASSERT_TRUE(deferred_records_append_alone(alloc_at(outside, 16)));
   constexpr size_t kCapacity = size_t{1} << 16;
   size_t appended = 1;
-  while (appended < kCapacity) appended += deferred_records_append(free_at(outside));
+  for (; appended < kCapacity; ++appended) ASSERT_TRUE(deferred_records_append(free_at(outside))) << appended;
   EXPECT_EQ(deferred_records_pending(), kCapacity);
   EXPECT_TRUE(deferred_records_append(free_at(outside))) << "found full once: applied, and queued";
   ++appended;
