@@ -109,7 +109,8 @@ class ChunkTable {
 constinit SpinLock g_append_lock;
 constinit SpinLock g_settle_lock;
 constinit ChunkTable g_ranges;  // under g_append_lock
-DeferredRecord* g_queue = nullptr;
+// Set once, under g_append_lock; read without it too (whether there is a queue at all), hence atomic.
+constinit std::atomic<DeferredRecord*> g_queue{nullptr};
 ApplyDeferred g_apply = nullptr;
 void (*g_knock)() = nullptr;
 // Every record queued (deferred_records_queue_all()): wanted from the start, begun at the
@@ -135,7 +136,7 @@ bool settle_held(uint64_t until, uint64_t most) {
   while (head < end) {
     uint64_t place = head & (kQueueCapacity - 1);
     uint64_t run = end - head < kQueueCapacity - place ? end - head : kQueueCapacity - place;
-    g_apply(&g_queue[place], run);
+    g_apply(&g_queue.load(std::memory_order_relaxed)[place], run);
     head += run;
     g_head.store(head, std::memory_order_release);
   }
@@ -153,7 +154,7 @@ bool append_held(const DeferredRecord& record) {
     SpinLockGuard settling(g_settle_lock);
     settle_all_held();
   }
-  g_queue[tail & (kQueueCapacity - 1)] = record;
+  g_queue.load(std::memory_order_relaxed)[tail & (kQueueCapacity - 1)] = record;
   g_tail.store(tail + 1, std::memory_order_release);
   return tail + 1 - g_head.load(std::memory_order_relaxed) == kDeferredKnockAt;
 }
@@ -171,15 +172,21 @@ void end_alone_held() {
   g_alone.store(false, std::memory_order_release);
 }
 
+// map_queue() maps the queue; the caller holds g_append_lock.
+bool map_queue() {
+  auto* queue = static_cast<DeferredRecord*>(internal_alloc_permanent(kQueueCapacity * sizeof(DeferredRecord)));
+  g_queue.store(queue, std::memory_order_release);
+  return queue != nullptr;
+}
+
 }  // namespace
 
 bool deferred_records_init(ApplyDeferred apply, void (*knock)()) {
   SpinLockGuard guard(g_append_lock);
-  if (g_queue != nullptr) return true;
+  if (g_queue.load(std::memory_order_relaxed) != nullptr) return true;
   g_apply = apply;
   g_knock = knock;
-  g_queue = static_cast<DeferredRecord*>(internal_alloc_permanent(kQueueCapacity * sizeof(DeferredRecord)));
-  return g_queue != nullptr;
+  return map_queue();
 }
 
 void deferred_records_queue_all(ApplyDeferred apply, void (*knock)()) {
@@ -197,15 +204,14 @@ bool deferred_records_append_alone(const DeferredRecord& record) {
   if (!g_alone_wanted.load(std::memory_order_relaxed)) return false;
   if (!g_alone.load(std::memory_order_relaxed)) {
     // A program that makes few blocks is not worth the queue's memory.
-    if (g_queue == nullptr &&
+    if (g_queue.load(std::memory_order_relaxed) == nullptr &&
         g_allocations_before_alone.fetch_add(1, std::memory_order_relaxed) + 1 < kAloneAfterAllocations) {
       return false;
     }
     SpinLockGuard guard(g_append_lock);
     if (!g_alone_wanted.load(std::memory_order_relaxed)) return false;  // a second thread came meanwhile
-    if (g_queue == nullptr) {
-      g_queue = static_cast<DeferredRecord*>(internal_alloc_permanent(kQueueCapacity * sizeof(DeferredRecord)));
-      if (g_queue == nullptr) {
+    if (g_queue.load(std::memory_order_relaxed) == nullptr) {
+      if (!map_queue()) {
         g_alone_wanted.store(false, std::memory_order_relaxed);
         return false;
       }
@@ -222,13 +228,13 @@ void deferred_records_end_alone() {
 }
 
 bool deferred_records_add_range(uintptr_t begin, size_t length) {
-  if (g_queue == nullptr || length == 0 || begin >> kChunkShift == 0) return false;
+  if (g_queue.load(std::memory_order_acquire) == nullptr || length == 0 || begin >> kChunkShift == 0) return false;
   SpinLockGuard guard(g_append_lock);
   return g_ranges.add(begin, begin + length);
 }
 
 void deferred_records_remove_range(uintptr_t begin, size_t length) {
-  if (g_queue == nullptr || length == 0) return;
+  if (g_queue.load(std::memory_order_acquire) == nullptr || length == 0) return;
   SpinLockGuard guard(g_append_lock);
   {
     SpinLockGuard settling(g_settle_lock);
@@ -238,7 +244,7 @@ void deferred_records_remove_range(uintptr_t begin, size_t length) {
 }
 
 bool deferred_records_append(const DeferredRecord& record) {
-  if (g_queue == nullptr) return false;
+  if (g_queue.load(std::memory_order_acquire) == nullptr) return false;
   bool knock;
   {
     SpinLockGuard guard(g_append_lock);
@@ -267,7 +273,7 @@ uint64_t deferred_records_pending() {
 }
 
 void deferred_records_settle() {
-  if (g_queue == nullptr || deferred_records_pending() == 0) return;
+  if (g_queue.load(std::memory_order_acquire) == nullptr || deferred_records_pending() == 0) return;
   // In runs, the lock let go between them: a thread that finds the queue full waits for one run,
   // not for all that was queued.
   constexpr uint64_t kRun = 4096;
@@ -279,7 +285,7 @@ void deferred_records_settle() {
 }
 
 bool deferred_records_try_settle() {
-  if (g_queue == nullptr || deferred_records_pending() == 0) return true;
+  if (g_queue.load(std::memory_order_acquire) == nullptr || deferred_records_pending() == 0) return true;
   if (!g_settle_lock.try_lock_for(100)) return false;
   settle_all_held();
   g_settle_lock.unlock();
@@ -287,10 +293,11 @@ bool deferred_records_try_settle() {
 }
 
 void deferred_records_visit_pending(void (*visit)(const DeferredRecord& record, void* context), void* context) {
-  if (g_queue == nullptr) return;
+  const DeferredRecord* queue = g_queue.load(std::memory_order_acquire);
+  if (queue == nullptr) return;
   uint64_t tail = g_tail.load(std::memory_order_acquire);
   for (uint64_t place = g_head.load(std::memory_order_acquire); place != tail; ++place) {
-    visit(g_queue[place & (kQueueCapacity - 1)], context);
+    visit(queue[place & (kQueueCapacity - 1)], context);
   }
 }
 
