@@ -7,27 +7,32 @@
 
 #include <stdint.h>
 
+#include <utility>
+
 #include "core/internal_alloc.h"
 
 namespace leakscope::internal {
 
 // ProbedSlots: a power-of-two array of slots with linear probing and backward-shift deletion,
-// doubled at 7/8 load. Keys says what a slot's key is (0: the slot is empty) and how a key
-// hashes. A home slot is taken from the hash's bits below its top 16, which a sharded table uses
-// to pick the shard that owns the slots.
+// doubled at 7/8 load. Keys says what a slot's key is (a value-initialized key, 0 for a number:
+// the slot is empty) and how a key hashes. A home slot is taken from the hash's bits below its top
+// 16, which a sharded table uses to pick the shard that owns the slots.
 template <typename Slot, typename Keys, uint32_t kInitialCapacity>
 struct ProbedSlots {
+  using Key = decltype(Keys::key(std::declval<const Slot&>()));
+
   uint32_t capacity = 0;
   uint32_t count = 0;
   Slot* slots = nullptr;
 
   uint32_t home_of(uint64_t hash) const { return static_cast<uint32_t>(hash >> 16) & (capacity - 1); }
   uint32_t after(uint32_t slot) const { return (slot + 1) & (capacity - 1); }
+  static bool vacant(const Slot& slot) { return Keys::key(slot) == Key{}; }
 
   // find() returns the slot holding `key`, or the empty slot that ends its probe run.
-  uint32_t find(uint64_t key, uint64_t hash) const {
+  uint32_t find(const Key& key, uint64_t hash) const {
     uint32_t slot = home_of(hash);
-    while (Keys::key(slots[slot]) != key && Keys::key(slots[slot]) != 0) slot = after(slot);
+    while (!(Keys::key(slots[slot]) == key) && !vacant(slots[slot])) slot = after(slot);
     return slot;
   }
 
@@ -52,8 +57,9 @@ struct ProbedSlots {
     slots = grown;
     capacity = grown_capacity;
     for (uint32_t i = 0; i < old_capacity; ++i) {
-      uint64_t key = Keys::key(old_slots[i]);
-      if (key != 0) slots[find(key, Keys::hash(key))] = old_slots[i];
+      if (vacant(old_slots[i])) continue;
+      Key key = Keys::key(old_slots[i]);
+      slots[find(key, Keys::hash(key))] = old_slots[i];
     }
     if (old_slots != nullptr) internal_free(old_slots, size_t{old_capacity} * sizeof(Slot));
     return true;
@@ -62,7 +68,7 @@ struct ProbedSlots {
   // erase() empties slot `hole`, moving back each later member of its run whose home does not lie
   // cyclically in (hole, next].
   void erase(uint32_t hole) {
-    for (uint32_t next = after(hole); Keys::key(slots[next]) != 0; next = after(next)) {
+    for (uint32_t next = after(hole); !vacant(slots[next]); next = after(next)) {
       uint32_t home = home_of(Keys::hash(Keys::key(slots[next])));
       bool home_after_hole = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
       if (!home_after_hole) {
