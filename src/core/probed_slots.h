@@ -1,7 +1,7 @@
 // File: probed_slots.h
 //
 // ProbedSlots: the open-addressing array the runtime's hash tables are built on (the allocation
-// table's shards, the ranges of deferred records), in internal memory.
+// table's shards, the ranges of deferred records, the device blocks), in internal memory.
 #ifndef LEAKSCOPE_CORE_PROBED_SLOTS_H_
 #define LEAKSCOPE_CORE_PROBED_SLOTS_H_
 
