@@ -10,12 +10,15 @@ _here = os.path.dirname(os.path.abspath(__file__))
 
 def _run_the_next_sitecustomize():
     import importlib.machinery
-    import importlib.util
 
     path = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != _here]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
     if spec is None or spec.loader is None:
         return
+    # Only now: it imports contextlib and more, which a program without another sitecustomize
+    # may never need.
+    import importlib.util
+
     module = importlib.util.module_from_spec(spec)
     sys.modules["sitecustomize"] = module
     spec.loader.exec_module(module)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -395,6 +396,33 @@ TEST_P(PythonFrames, SmallObjectsResizedAndInArenasGivenBackAndMappedAgainStayEx
   Found churned = sites_named(report, "churn");
   EXPECT_EQ(churned.blocks, 0) << "the churned strings were all freed";
   EXPECT_EQ(churned.bytes, 0);
+}
+
+// The sitecustomize leakscope puts first on PYTHONPATH (thread names) runs the program's own after
+// it (a site's configuration, coverage's start-up hook); where there is none, it imports no more of
+// importlib than the interpreter does untraced.
+TEST_P(PythonFrames, TheProgramsOwnSitecustomizeStillRunsAndNoneCostsNoMoreImports) {
+  std::string directory = scratch_dir();
+  std::ofstream(directory + "/sitecustomize.py") << "import builtins\nbuiltins.OWN_SITECUSTOMIZE = __file__\n";
+  const char* script =
+      "import builtins, sys\n"
+      "print(getattr(builtins, 'OWN_SITECUSTOMIZE', 'not run'))\n";
+  Outcome own = leakscope({"run", "-o", directory + "/own.lsc", "--", GetParam().path, "-c", script},
+                          {{"PYTHONPATH", directory}});
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_EQ(own.out, directory + "/sitecustomize.py\n");
+
+  const char* probe =
+      "import sys\n"
+      "print('importlib.util' in sys.modules, getattr(sys.modules.get('sitecustomize'), '__file__', None))\n";
+  Outcome untraced = run_program({GetParam().path, "-c", probe});
+  ASSERT_EQ(untraced.exit_code, 0) << untraced.err;
+  // Debian's interpreter has a sitecustomize of its own, which is run as the one above is.
+  if (untraced.out.find(" None") == std::string::npos) return;
+  Outcome traced = leakscope({"run", "-o", directory + "/none.lsc", "--", GetParam().path, "-c", probe});
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(traced.out.substr(0, traced.out.find(' ')), untraced.out.substr(0, untraced.out.find(' ')))
+      << "untraced: " << untraced.out << "traced: " << traced.out;
 }
 
 // CPython 3.12+ warns at a fork that a process with more than one thread may deadlock in the
