@@ -80,6 +80,10 @@ class StreamReader::Cursor {
   uint64_t frame_offset() const { return frame_offset_; }
   uint32_t type() const { return type_; }
   const std::vector<uint8_t>& payload() const { return payload_; }
+  // release_payload() lets go of the last frame's bytes: the room kept for the largest frame read
+  // (a key snapshot of a few hundred thousand definitions: megabytes) is not held while a reader
+  // works on what it read.
+  void release_payload() { std::vector<uint8_t>().swap(payload_); }
 
  private:
   // intact_frame_after() tells whether a whole frame, of any type, begins at or after `from`; the
@@ -205,10 +209,12 @@ bool StreamReader::next(Frame* frame) {
   std::string fault;
   switch (cursor_->read(&fault)) {
     case Cursor::Read::kEnd:
+      cursor_->release_payload();
       return false;
     case Cursor::Read::kTorn:
       torn_ = true;
       torn_offset_ = at;
+      cursor_->release_payload();
       return false;
     case Cursor::Read::kDamaged: {
       if (at == kFileHeaderSize) throw error(0, at, fault);  // the process frame: no state to resume from
@@ -220,6 +226,7 @@ bool StreamReader::next(Frame* frame) {
       note_damage(span);
       if (!span.resumed) {
         finished_ = true;
+        cursor_->release_payload();
         return false;
       }
       break;
