@@ -7,23 +7,22 @@
 
 #include <cstdio>
 
-#include "report/judged_state.h"
+#include "report/dump_passes.h"
 #include "report/site_format.h"
-#include "report/symbolizer.h"
 
 namespace leakscope::report {
 
-// Both write site by site, each site's summary made as it is written, so that a dump of a process
-// with a million sites never holds them all.
+// Both write site by site, as `next` makes them (report/dump_passes.h), so that a dump of a
+// process with a million sites never holds them all.
 
-// write_dump_json() writes the dump document of the `judged` sites to `out`; `left_out` sites with
-// live blocks were left out of them (--top, --min-bytes).
-void write_dump_json(const RunHeader& header, const JudgedSites& judged, size_t left_out, Symbolizer& symbolizer,
-                     std::FILE* out);
+// write_dump_json() writes the dump document of the sites `next` makes to `out`; `left_out` sites
+// with live blocks were left out of them (--top, --min-bytes).
+void write_dump_json(const RunHeader& header, size_t left_out, const NextDumpSite& next, std::FILE* out);
 
-// write_dump_text() writes the same content for a terminal, at most `max_frames` frames per site.
-void write_dump_text(const RunHeader& header, const JudgedSites& judged, size_t left_out, Symbolizer& symbolizer,
-                     std::FILE* out, int max_frames = 8);
+// write_dump_text() writes the same content for a terminal, at most `max_frames` frames per site;
+// `shown` is how many sites `next` makes.
+void write_dump_text(const RunHeader& header, size_t shown, size_t left_out, const NextDumpSite& next, std::FILE* out,
+                     int max_frames = 8);
 
 }  // namespace leakscope::report
 

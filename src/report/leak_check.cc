@@ -35,6 +35,7 @@ std::unordered_map<uint32_t, LostFigures> lost_by_site(const RunState& state) {
 LostFigures lost_in(const LeakCheck& check) {
   LostFigures total;
   for (const TripleLoss& loss : check.triples) total += figures_of(loss);
+  total += figures_of(check.not_kept);
   return total;
 }
 

@@ -80,6 +80,49 @@ auto& slot(Items& items, uint64_t id, const char* what) {
   return items[id];
 }
 
+// In a partial read's map of ids (RunState::keep_sites_of()): what is not kept, the low bits
+// saying its domain.
+constexpr uint32_t kNotKept = 0x80000000u;
+
+// define() is the entry that a definition of stream id `id` fills: slot() of a whole read; in a
+// partial one, through its map `ids`, the kept entry (a new id is kept when `keep`, in a new
+// entry), or null for an id not kept, whose map entry becomes `not_kept`.
+template <typename Items>
+auto define(Items& items, ChunkedVector<uint32_t>* ids, uint64_t id, const char* what, bool keep, uint32_t not_kept)
+    -> decltype(&items[0]) {
+  if (ids == nullptr) return &slot(items, id, what);
+  uint32_t& local = slot(*ids, id, what);
+  if (local == 0) {
+    if (!keep) {
+      local = not_kept;
+      return nullptr;
+    }
+    local = static_cast<uint32_t>(items.size());
+    items.emplace_back();
+  }
+  if ((local & kNotKept) != 0) {
+    local = not_kept;
+    return nullptr;
+  }
+  return &items[local];
+}
+
+// startup_marker_in() is the start-up marker among `frames` and, in *kept, how many frames come
+// before it; 0 when there is none. A marker stands right after the innermost frames kept, so the
+// search stops at the depth limit.
+template <typename Frames>
+uint64_t startup_marker_in(const Frames& frames, uint32_t* kept) {
+  uint32_t index = 0;
+  for (uint64_t frame : frames) {
+    if (internal::is_startup_marker(frame)) {
+      *kept = index;
+      return frame;
+    }
+    if (++index > static_cast<uint32_t>(internal::kMaxStackDepth)) break;
+  }
+  return 0;
+}
+
 template <typename Items>
 const auto& defined(const Items& items, uint64_t id, const char* what) {
   if (id >= items.size() || !items[id].known) {
@@ -153,9 +196,35 @@ void RunState::begin_forked_stream() {
 }
 
 bool RunState::holds_inherited_definitions() const {
-  return stacks_.size() >= inherited_.stacks && stack_nodes_.size() >= inherited_.stack_nodes &&
-         sites_.size() >= inherited_.sites && triples_.size() >= inherited_.triples && tasks_.size() >= inherited_.tasks &&
-         codes_.size() >= inherited_.codes && modules_.size() >= inherited_.modules;
+  size_t stacks = partial() ? stack_ids_.size() : stacks_.size();
+  size_t sites = partial() ? site_ids_.size() : sites_.size();
+  size_t triples = partial() ? triple_ids_.size() : triples_.size();
+  return stacks >= inherited_.stacks && stack_nodes_.size() >= inherited_.stack_nodes && sites >= inherited_.sites &&
+         triples >= inherited_.triples && tasks_.size() >= inherited_.tasks && codes_.size() >= inherited_.codes &&
+         modules_.size() >= inherited_.modules;
+}
+
+void RunState::keep_sites_of(std::function<bool(uint32_t stack)> keep) {
+  keep_ = std::move(keep);
+  stack_ids_[0] = keep_(0) ? 0 : kNotKept;
+}
+
+uint32_t RunState::kept_site(uint64_t id, const char* what, Domain* domain) const {
+  uint32_t local = !partial() ? (id < sites_.size() && sites_[id].known ? static_cast<uint32_t>(id) : 0)
+                   : id < site_ids_.size() ? site_ids_[id] : 0;
+  if (local == 0) throw Malformed{std::string(what) + " undefined site " + std::to_string(id)};
+  if ((local & kNotKept) == 0) return local;
+  if (domain != nullptr) *domain = static_cast<Domain>(local & ~kNotKept);
+  return 0;
+}
+
+uint32_t RunState::kept_triple(uint64_t id, const char* what, Domain* domain) const {
+  uint32_t local = !partial() ? (id < triples_.size() && triples_[id].known ? static_cast<uint32_t>(id) : 0)
+                   : id < triple_ids_.size() ? triple_ids_[id] : 0;
+  if (local == 0) throw Malformed{std::string(what) + " undefined triple " + std::to_string(id)};
+  if ((local & kNotKept) == 0) return local;
+  if (domain != nullptr) *domain = static_cast<Domain>(local & ~kNotKept);
+  return 0;
 }
 
 void RunState::clear_cumulative_state() {
@@ -273,10 +342,12 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
         std::vector<uint64_t> previous, head;  // head frames are differences from the previous stack's
         for (uint64_t n = cursor.count("stack count"); n > 0; --n) {
           id += cursor.varint("stack id");
-          Stack& stack = slot(stacks_, id, "stack");
+          bool first_definition = partial() && id == stack_ids_.size();
+          Stack* stack = define(stacks_, partial() ? &stack_ids_ : nullptr, id, "stack",
+                                first_definition && keep_(static_cast<uint32_t>(id)), kNotKept);
           uint64_t head_depth = cursor.count("stack depth");
           if (head_depth > kMaxReadStackDepth) throw Malformed{"stack deeper than " + std::to_string(kMaxReadStackDepth) + " frames"};
-          bool known = stack.depth != 0;
+          bool known = stack != nullptr && stack->depth != 0;
           head.resize(head_depth);
           for (uint64_t i = 0; i < head_depth; ++i) {
             uint64_t base = i < previous.size() ? previous[i] : i > 0 ? head[i - 1] : 0;
@@ -287,12 +358,25 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
           uint64_t depth = head_depth + (tail == 0 ? 0 : stack_nodes_[tail].depth);
           if (depth > kMaxReadStackDepth) throw Malformed{"stack deeper than " + std::to_string(kMaxReadStackDepth) + " frames"};
           if (depth == 0) throw Malformed{"empty stack " + std::to_string(id)};
+          if (stack == nullptr) {
+            if (first_definition) {  // counted among the start-up stacks all the same
+              std::vector<uint64_t> frames = head;
+              for (uint64_t node = tail; node != 0; node = stack_nodes_[node].parent) frames.push_back(stack_nodes_[node].frame);
+              uint32_t kept = 0;
+              if (startup_marker_in(frames, &kept) != 0) {
+                ++not_kept_startup_.stacks;
+                not_kept_startup_.kept_frames = std::max(not_kept_startup_.kept_frames, kept);
+              }
+            }
+            previous.swap(head);
+            continue;
+          }
           // A key snapshot says a known stack again: its head goes back where it was.
-          stack.head_offset = store_head(head, known ? &stack : nullptr);
-          stack.head_depth = static_cast<uint32_t>(head_depth);
-          stack.tail = static_cast<uint32_t>(tail);
-          stack.depth = static_cast<uint32_t>(depth);
-          if (!known) stack.first_epoch = epoch;
+          stack->head_offset = store_head(head, known ? stack : nullptr);
+          stack->head_depth = static_cast<uint32_t>(head_depth);
+          stack->tail = static_cast<uint32_t>(tail);
+          stack->depth = static_cast<uint32_t>(depth);
+          if (!known) stack->first_epoch = epoch;
           previous.swap(head);
         }
         break;
@@ -328,49 +412,68 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
       case SectionTag::kSites:
         for (uint64_t n = cursor.count("site count"), id = 0, stack = 0; n > 0; --n) {
           id += cursor.varint("site id");
-          Site& site = slot(sites_, id, "site");
           uint32_t domain = cursor.u32("domain");
           if (domain >= static_cast<uint32_t>(kDomainCount)) throw Malformed{"unknown domain " + std::to_string(domain)};
-          site.domain = static_cast<Domain>(domain);
           stack += static_cast<uint64_t>(cursor.signed_varint("site stack"));
-          if (stack > UINT32_MAX) throw Malformed{"site refers to undefined stack " + std::to_string(stack)};
-          site.stack = static_cast<uint32_t>(stack);
-          if (!site.known) site.first_seen_ns = last_snapshot_.time_ns;
-          if (site.stack != 0 && (site.stack >= stacks_.size() || stacks_[site.stack].depth == 0)) {
-            throw Malformed{"site refers to undefined stack " + std::to_string(site.stack)};
-          }
-          site.known = true;
+          uint32_t local_stack = stack > UINT32_MAX ? 0
+                                 : !partial()      ? static_cast<uint32_t>(stack)
+                                 : stack < stack_ids_.size() ? stack_ids_[stack] : 0;
+          bool defined_stack = stack <= UINT32_MAX && (stack == 0 || (!partial() ? stack < stacks_.size() && stacks_[stack].depth != 0
+                                                                                   : local_stack != 0));
+          if (!defined_stack) throw Malformed{"site refers to undefined stack " + std::to_string(stack)};
+          bool first_definition = partial() && id == site_ids_.size();
+          Site* site = define(sites_, partial() ? &site_ids_ : nullptr, id, "site",
+                              first_definition && (local_stack & kNotKept) == 0, kNotKept | domain);
+          if (site == nullptr) continue;
+          if (partial() && stream_site_ids_.size() < sites_.size()) stream_site_ids_.push_back(static_cast<uint32_t>(id));
+          site->domain = static_cast<Domain>(domain);
+          site->stack = local_stack;
+          if (!site->known) site->first_seen_ns = last_snapshot_.time_ns;
+          site->known = true;
         }
         break;
       case SectionTag::kTriples:
         for (uint64_t n = cursor.count("triple count"), id = 0, site = 0; n > 0; --n) {
           id += cursor.varint("triple id");
-          Triple& triple = slot(triples_, id, "triple");
           site += static_cast<uint64_t>(cursor.signed_varint("triple site"));
           if (site > UINT32_MAX) throw Malformed{"refers to undefined site " + std::to_string(site)};
-          triple.site = static_cast<uint32_t>(site);
-          triple.slot = cursor.u32("triple thread");
-          triple.task = cursor.u32("triple task");
-          defined(sites_, triple.site, "site");
-          if (triple.slot == 0 || triple.slot >= slots_.size()) {
-            throw Malformed{"refers to undefined thread " + std::to_string(triple.slot)};
+          uint32_t thread_slot = cursor.u32("triple thread");
+          uint32_t task = cursor.u32("triple task");
+          Domain domain = Domain::kHeap;
+          uint32_t local_site = kept_site(site, "refers to", &domain);
+          if (thread_slot == 0 || thread_slot >= slots_.size()) {
+            throw Malformed{"refers to undefined thread " + std::to_string(thread_slot)};
           }
-          if (triple.task != 0) defined(tasks_, triple.task, "task");
-          triple.known = true;
+          if (task != 0) defined(tasks_, task, "task");
+          bool first_definition = partial() && id == triple_ids_.size();
+          Triple* triple = define(triples_, partial() ? &triple_ids_ : nullptr, id, "triple",
+                                  first_definition && local_site != 0, kNotKept | static_cast<uint32_t>(domain));
+          if (triple == nullptr) continue;
+          triple->site = local_site;
+          triple->slot = thread_slot;
+          triple->task = task;
+          triple->known = true;
         }
         break;
       case SectionTag::kCounters: {
         uint64_t id = 0;
         for (uint64_t n = cursor.count("counter count"); n > 0; --n) {
           id += cursor.varint("triple id delta");
-          if (id >= triples_.size() || !triples_[id].known) throw Malformed{"counters for undefined triple " + std::to_string(id)};
-          Triple& triple = triples_[id];
-          active_triples_.push_back(static_cast<uint32_t>(id));
-          triple.last.alloc_count = cursor.varint("alloc count");
-          triple.last.alloc_bytes = cursor.varint("alloc bytes");
-          triple.last.free_count = cursor.varint("free count");
-          triple.last.free_bytes = cursor.varint("free bytes");
+          Domain not_kept = Domain::kHeap;
+          uint32_t local = kept_triple(id, "counters for", &not_kept);
+          EpochActivity last;
+          last.alloc_count = cursor.varint("alloc count");
+          last.alloc_bytes = cursor.varint("alloc bytes");
+          last.free_count = cursor.varint("free count");
+          last.free_bytes = cursor.varint("free bytes");
           uint64_t split = cursor.varint("split count");
+          if (local == 0) {
+            domain_live_bytes_[static_cast<size_t>(not_kept)] += static_cast<int64_t>(last.alloc_bytes - last.free_bytes);
+            continue;
+          }
+          Triple& triple = triples_[local];
+          active_triples_.push_back(local);
+          triple.last = last;
           triple.alloc_count += triple.last.alloc_count;
           triple.alloc_bytes += triple.last.alloc_bytes;
           triple.free_count += triple.last.free_count;
@@ -389,10 +492,9 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
           uint64_t birth_epoch = cursor.u32("birth epoch");
           int64_t bytes = cursor.signed_varint("birth bytes");
           int64_t blocks = cursor.signed_varint("birth blocks");
-          if (triple >= triples_.size() || !triples_[triple].known) {
-            throw Malformed{"births for undefined triple " + std::to_string(triple)};
-          }
-          Triple& born = triples_[triple];
+          uint32_t local = kept_triple(triple, "births for");
+          if (local == 0) continue;
+          Triple& born = triples_[local];
           add_birth(born.site, epoch_start_ns(static_cast<uint32_t>(birth_epoch)), bytes);
           // Which thread of a shared slot these bytes are: the one alive in their birth epoch.
           if (slots_[born.slot].size() > 1) {
@@ -410,19 +512,20 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
         break;
       case SectionTag::kLifetimes:
         for (uint64_t n = cursor.count("lifetime count"); n > 0; --n) {
-          uint32_t id = cursor.u32("site id");
-          if (id >= sites_.size() || !sites_[id].known) throw Malformed{"lifetimes for undefined site " + std::to_string(id)};
+          uint32_t local = kept_site(cursor.u32("site id"), "lifetimes for");
           uint32_t mask = cursor.u32("bucket mask");
           for (int b = 0; b < kLifetimeBuckets; ++b) {
-            if (mask & (1u << b)) sites_[id].freed_bytes_by_lifetime.add(b, cursor.varint("lifetime bytes"));
+            if ((mask & (1u << b)) == 0) continue;
+            uint64_t bytes = cursor.varint("lifetime bytes");
+            if (local != 0) sites_[local].freed_bytes_by_lifetime.add(b, bytes);
           }
         }
         break;
       case SectionTag::kTemporaries:
         for (uint64_t n = cursor.count("temporary count"); n > 0; --n) {
-          uint32_t id = cursor.u32("site id");
-          if (id >= sites_.size() || !sites_[id].known) throw Malformed{"temporaries for undefined site " + std::to_string(id)};
-          sites_[id].temporary_blocks += cursor.varint("temporary blocks");
+          uint32_t local = kept_site(cursor.u32("site id"), "temporaries for");
+          uint64_t blocks = cursor.varint("temporary blocks");
+          if (local != 0) sites_[local].temporary_blocks += blocks;
         }
         break;
       case SectionTag::kLeakCheck:
@@ -458,11 +561,12 @@ void RunState::apply_devices(PayloadCursor& cursor) {
 
 void RunState::apply_inner_blocks(PayloadCursor& cursor) {
   for (uint64_t n = cursor.count("inner block count"); n > 0; --n) {
-    uint32_t id = cursor.u32("site id");
-    if (id >= sites_.size() || !sites_[id].known) throw Malformed{"inner blocks for undefined site " + std::to_string(id)};
-    inner_bytes_[id] = static_cast<int64_t>(cursor.varint("inner bytes"));
+    uint32_t local = kept_site(cursor.u32("site id"), "inner blocks for");
+    int64_t bytes = static_cast<int64_t>(cursor.varint("inner bytes"));
     cursor.varint("inner blocks");
-    held_inner_.insert(id);
+    if (local == 0) continue;
+    inner_bytes_[local] = bytes;
+    held_inner_.insert(local);
   }
 }
 
@@ -485,14 +589,20 @@ void RunState::apply_leak_check(PayloadCursor& cursor, uint32_t epoch) {
     uint64_t delta = cursor.varint("leak check triple id");
     if (delta == 0 || id + delta < id) throw Malformed{"leak check lists its triples out of order"};
     id += delta;
-    if (id >= triples_.size() || !triples_[id].known) throw Malformed{"leak check for undefined triple " + std::to_string(id)};
     TripleLoss loss;
-    loss.triple = static_cast<uint32_t>(id);
+    loss.triple = kept_triple(id, "leak check for");
     loss.lost_bytes = cursor.varint("lost bytes");
     loss.lost_blocks = cursor.varint("lost blocks");
     loss.indirectly_lost_bytes = cursor.varint("indirectly lost bytes");
     loss.indirectly_lost_blocks = cursor.varint("indirectly lost blocks");
-    check.triples.push_back(loss);
+    if (loss.triple != 0) {
+      check.triples.push_back(loss);
+      continue;
+    }
+    check.not_kept.lost_bytes += loss.lost_bytes;
+    check.not_kept.lost_blocks += loss.lost_blocks;
+    check.not_kept.indirectly_lost_bytes += loss.indirectly_lost_bytes;
+    check.not_kept.indirectly_lost_blocks += loss.indirectly_lost_blocks;
   }
   if (check.snapshot <= leak_check_horizon_) leak_check_ = std::move(check);
 }
@@ -626,25 +736,6 @@ void RunState::add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes) {
   sites_[site].births.add(static_cast<uint32_t>(birth_ns / birth_bin_ns_), bytes);
 }
 
-namespace {
-
-// startup_marker_in() is the start-up marker among `frames` and, in *kept, how many frames come
-// before it; 0 when there is none. A marker stands right after the innermost frames kept, so the
-// search stops at the depth limit.
-uint64_t startup_marker_in(const StackFrames& frames, uint32_t* kept) {
-  uint32_t index = 0;
-  for (uint64_t frame : frames) {
-    if (internal::is_startup_marker(frame)) {
-      *kept = index;
-      return frame;
-    }
-    if (++index > static_cast<uint32_t>(internal::kMaxStackDepth)) break;
-  }
-  return 0;
-}
-
-}  // namespace
-
 uint64_t RunState::startup_marker(uint32_t id) const {
   uint32_t kept = 0;
   return id < stacks_.size() ? startup_marker_in(frames(stacks_[id]), &kept) : 0;
@@ -659,6 +750,8 @@ StartupStacks RunState::startup_stacks() const {
     ++startup.stacks;
     startup.kept_frames = std::max(startup.kept_frames, kept);
   }
+  startup.stacks += not_kept_startup_.stacks;
+  startup.kept_frames = std::max(startup.kept_frames, not_kept_startup_.kept_frames);
   return startup;
 }
 
@@ -701,13 +794,13 @@ std::string parent_stream_path(const std::string& child, const std::string& pare
 
 // read_run_forked() is read_run() of a stream `depth` forks below the one read first.
 void read_run_forked(StreamReader& reader, uint32_t at, RunState* state,
-                     const std::function<void(const RunState&)>& on_snapshot, int depth);
+                     const std::function<void(const RunState&)>& on_snapshot, int depth, bool warn);
 
 // A chain of forked children deeper than this is damage.
 constexpr int kMaxForkDepth = 32;
 
 void read_run_forked(StreamReader& reader, uint32_t at, RunState* state,
-                     const std::function<void(const RunState&)>& on_snapshot, int depth) {
+                     const std::function<void(const RunState&)>& on_snapshot, int depth, bool warn) {
   const std::string& path = reader.path();
   Frame frame;
   while ((at == 0 || state->snapshot_count() < at) && reader.next(&frame)) {
@@ -721,7 +814,7 @@ void read_run_forked(StreamReader& reader, uint32_t at, RunState* state,
         try {
           if (depth >= kMaxForkDepth) throw StreamError("forked from more than " + std::to_string(kMaxForkDepth) + " processes");
           StreamReader parent(parent_stream_path(path, process.parent_stream));
-          read_run_forked(parent, static_cast<uint32_t>(process.parent_snapshots), state, [](const RunState&) {}, depth + 1);
+          read_run_forked(parent, static_cast<uint32_t>(process.parent_snapshots), state, [](const RunState&) {}, depth + 1, warn);
           if (!parent.damaged().empty()) why = "it is damaged before the fork";
         } catch (const StreamError& error) {
           why = error.what();
@@ -740,22 +833,24 @@ void read_run_forked(StreamReader& reader, uint32_t at, RunState* state,
     if (frame.type != FrameType::kProcess) on_snapshot(*state);
   }
   if (!state->has_process()) throw StreamError(path + ": no complete process frame (the file is truncated)");
-  if (reader.torn() && !reader.being_written()) {
-    std::fprintf(stderr, "leakscope: warning: %s: last frame torn at offset %llu (the process was killed while writing it, or is writing it now); ignored\n",
-                 path.c_str(), static_cast<unsigned long long>(reader.torn_offset()));
-  }
-  for (const DamagedSpan& span : reader.damaged()) {
-    std::string passed = span.frames_passed == 0 ? ""
-                         : span.frames_passed == 1 ? ", and 1 intact frame after it"
-                                                   : ", and " + std::to_string(span.frames_passed) + " intact frames after it";
-    if (span.resumed) {
-      std::fprintf(stderr, "leakscope: warning: %s: damaged from offset %llu to %llu (%s)%s lost; read on from the key "
-                   "snapshot there\n", path.c_str(), static_cast<unsigned long long>(span.begin),
-                   static_cast<unsigned long long>(span.end), span.fault.c_str(), passed.c_str());
-    } else {
-      std::fprintf(stderr, "leakscope: warning: %s: damaged from offset %llu (%s)%s; no key snapshot follows, so the "
-                   "stream is read up to there\n", path.c_str(), static_cast<unsigned long long>(span.begin),
-                   span.fault.c_str(), passed.c_str());
+  if (warn) {
+    if (reader.torn() && !reader.being_written()) {
+      std::fprintf(stderr, "leakscope: warning: %s: last frame torn at offset %llu (the process was killed while writing it, or is writing it now); ignored\n",
+                   path.c_str(), static_cast<unsigned long long>(reader.torn_offset()));
+    }
+    for (const DamagedSpan& span : reader.damaged()) {
+      std::string passed = span.frames_passed == 0 ? ""
+                           : span.frames_passed == 1 ? ", and 1 intact frame after it"
+                                                     : ", and " + std::to_string(span.frames_passed) + " intact frames after it";
+      if (span.resumed) {
+        std::fprintf(stderr, "leakscope: warning: %s: damaged from offset %llu to %llu (%s)%s lost; read on from the key "
+                     "snapshot there\n", path.c_str(), static_cast<unsigned long long>(span.begin),
+                     static_cast<unsigned long long>(span.end), span.fault.c_str(), passed.c_str());
+      } else {
+        std::fprintf(stderr, "leakscope: warning: %s: damaged from offset %llu (%s)%s; no key snapshot follows, so the "
+                     "stream is read up to there\n", path.c_str(), static_cast<unsigned long long>(span.begin),
+                     span.fault.c_str(), passed.c_str());
+      }
     }
   }
   if (state->snapshot_count() == 0) {
@@ -768,8 +863,9 @@ void read_run_forked(StreamReader& reader, uint32_t at, RunState* state,
   }
 }
 
-void read_run(StreamReader& reader, uint32_t at, RunState* state, const std::function<void(const RunState&)>& on_snapshot) {
-  read_run_forked(reader, at, state, on_snapshot, 0);
+void read_run(StreamReader& reader, uint32_t at, RunState* state, const std::function<void(const RunState&)>& on_snapshot,
+              bool warn) {
+  read_run_forked(reader, at, state, on_snapshot, 0, warn);
 }
 
 uint64_t sample_interval_of(const std::string& path) {

@@ -345,6 +345,9 @@ struct LeakCheck {
   uint32_t snapshot = 0;      // the snapshot that carried it, from 1
   uint32_t epoch = 0;         // the epoch that snapshot closed
   std::vector<TripleLoss> triples;  // those that lost blocks, in id order
+  // What the triples a partial read does not keep lost (RunState::keep_sites_of()), summed; its
+  // triple is 0.
+  TripleLoss not_kept;
 };
 
 // Site::births holds at most this many birth bins per site; when a birth lands beyond them, every site's bins are
@@ -362,6 +365,18 @@ class RunState {
   // alone (its process, snapshots, leak check, threads), keeping its definitions for the forked
   // child's stream that follows (read_run()).
   void begin_forked_stream();
+
+  // keep_sites_of() has the read keep only the sites whose stack `keep` chooses (asked once for
+  // each stack, with its id in the stream), with their stacks and triples and all that snapshots
+  // say of them; what is program-wide stays whole: live bytes by domain, the start-up stacks, the
+  // leak check's totals. A stream whose sites do not fit in memory at once is read so, in passes
+  // (report/dump_passes.h). Kept stacks, sites and triples are numbered from 1 in the stream's
+  // order; stream_site_id() is a site's id in the stream. Call before the first frame.
+  void keep_sites_of(std::function<bool(uint32_t stack)> keep);
+  bool partial() const { return static_cast<bool>(keep_); }
+  uint32_t stream_site_id(uint32_t site) const { return partial() ? stream_site_ids_[site] : site; }
+  // stream_stack_count() counts the stacks the stream has defined so far, kept or not.
+  uint64_t stream_stack_count() const { return (partial() ? stack_ids_.size() : stacks_.size()) - 1; }
 
   bool has_process() const { return has_process_; }
   const ProcessInfo& process() const { return process_; }
@@ -434,7 +449,7 @@ class RunState {
   // holds_inherited_definitions() tells whether every definition a forked child's stream takes
   // from its parent's (`inherited_`, from the child's process frame) has been read.
   bool holds_inherited_definitions() const;
-  friend void read_run_forked(StreamReader&, uint32_t, RunState*, const std::function<void(const RunState&)>&, int);
+  friend void read_run_forked(StreamReader&, uint32_t, RunState*, const std::function<void(const RunState&)>&, int, bool);
   // apply_snapshot() applies a snapshot; a key one (`key`) holds absolute counters and births and
   // repeats every definition, so the cumulative state is cleared first.
   void apply_snapshot(class PayloadCursor& cursor, bool key);
@@ -445,6 +460,11 @@ class RunState {
   // stack as it was) kept them when they take as many bytes, else at the arena's end.
   uint64_t store_head(const std::vector<uint64_t>& head, const Stack* known);
   void clear_cumulative_state();
+  // kept_site() and kept_triple() are the local id of a site or triple the stream defined, or 0
+  // when a partial read does not keep it (*domain is then its domain); they throw Malformed,
+  // naming `what`, when the stream has not defined it.
+  uint32_t kept_site(uint64_t id, const char* what, Domain* domain = nullptr) const;
+  uint32_t kept_triple(uint64_t id, const char* what, Domain* domain = nullptr) const;
 
   bool has_process_ = false;
   ProcessInfo process_;
@@ -480,6 +500,13 @@ class RunState {
   uint32_t thread_at(uint32_t slot, uint32_t epoch) const;
 
   std::array<int64_t, internal::kDomainCount> domain_live_bytes_{};
+  // A partial read's maps from the stream's ids of stacks, sites and triples: 0 for an id not
+  // defined yet, else the local id of what is kept, or a mark of what is not (with a site's or a
+  // triple's domain). Stack 0, no stack, is kept or not from the start.
+  std::function<bool(uint32_t)> keep_;
+  ChunkedVector<uint32_t> stack_ids_{1}, site_ids_{1}, triple_ids_{1};
+  ChunkedVector<uint32_t> stream_site_ids_{1};  // by local site id
+  StartupStacks not_kept_startup_;              // of the stacks not kept
   uint64_t birth_bin_ns_ = kFirstBirthBinNs;
   std::vector<uint32_t> active_triples_;  // triples whose `last` the latest snapshot set
   std::unordered_map<uint32_t, uint64_t> epoch_close_ns_;
@@ -515,9 +542,10 @@ void RunState::for_each_thread_part(const Triple& triple, Visit&& visit) const {
 void read_run(const std::string& path, uint32_t at, RunState* state,
               const std::function<void(const RunState&)>& on_snapshot);
 
-// read_run() from a reader already open; the same contract.
+// read_run() from a reader already open; the same contract. Without `warn`, what it would warn
+// of is left to an earlier read of the same stream.
 void read_run(StreamReader& reader, uint32_t at, RunState* state,
-              const std::function<void(const RunState&)>& on_snapshot);
+              const std::function<void(const RunState&)>& on_snapshot, bool warn = true);
 
 // sample_interval_of() is the sample option of the stream at `path` (its process frame): 0 for
 // exact mode, or when the stream cannot be read (reading it says why).

@@ -242,6 +242,10 @@ std::string shorten(const std::string& function, size_t width, bool keep_ellipsi
 }  // namespace
 
 nlohmann::json site_json(const SiteSummary& site, Symbolizer& symbolizer, const FrameFolder& folder) {
+  return site_json(site, symbolizer.stack(site.stack), folder);
+}
+
+nlohmann::json site_json(const SiteSummary& site, const std::vector<SymbolizedFrame>& frames, const FrameFolder& folder) {
   nlohmann::json entry;
   entry["site"] = site.site;
   entry["domain"] = domain_name(site.domain);
@@ -249,9 +253,9 @@ nlohmann::json site_json(const SiteSummary& site, Symbolizer& symbolizer, const 
   entry["live_blocks"] = site.live_blocks;
   entry["allocations"] = site.allocations;
   entry["temporary_allocations"] = site.temporary_allocations;
-  nlohmann::json frames = nlohmann::json::array();
-  for (const SymbolizedFrame& frame : folder.fold(symbolizer.stack(site.stack))) frames.push_back(frame_json(frame));
-  entry["frames"] = frames;
+  nlohmann::json folded = nlohmann::json::array();
+  for (const SymbolizedFrame& frame : folder.fold(frames)) folded.push_back(frame_json(frame));
+  entry["frames"] = folded;
   nlohmann::json threads = nlohmann::json::array();
   for (const ThreadShare& thread : site.threads) {
     threads.push_back({{"name", thread.name}, {"tid", thread.tid}, {"live_bytes", thread.live_bytes},

@@ -48,6 +48,8 @@ std::string wall_clock_iso(uint64_t realtime_ns);
 // site_json() is one entry of "sites": domain, live bytes and blocks, frames (folded by `folder`),
 // threads, tasks.
 nlohmann::json site_json(const SiteSummary& site, Symbolizer& symbolizer, const FrameFolder& folder = FrameFolder(""));
+nlohmann::json site_json(const SiteSummary& site, const std::vector<SymbolizedFrame>& frames,
+                         const FrameFolder& folder = FrameFolder(""));
 
 // frame_json() is one frame of "frames": function, file, line, module, address, offset, inlined.
 nlohmann::json frame_json(const SymbolizedFrame& frame);

@@ -159,20 +159,19 @@ void expect_lost(const nlohmann::json& entry, uint64_t bytes, uint64_t blocks, u
   EXPECT_EQ(entry["indirectly_lost_blocks"], indirect_blocks) << entry.dump();
 }
 
-// dump_json() is `leakscope dump --format json` of `bytes` at its default snapshot.
-nlohmann::json dump_json(const std::string& bytes) {
+// dump_json() is `leakscope dump --format json` of `bytes` at its default snapshot, of the sites
+// `selection` asks for; *passes says how many times it read the stream.
+nlohmann::json dump_json(const std::string& bytes, const DumpSelection& selection = {}, size_t* passes = nullptr) {
   std::string path = write_temp(bytes);
   StreamReader reader(path);
   ChosenSnapshot at = choose_snapshot(SnapshotChoice{}, reader.skim_snapshots(), path);
-  RunState state;
-  JudgedCapture capture(at);
-  read_run(reader, at.index, &state, [&capture](const RunState& read) { capture.observe(read); });
-  Symbolizer symbolizer(state);
-  RunHeader header{state, at, capture.info(), capture.live_bytes_by_domain(), capture.devices()};
+  DumpRead read(reader, at, selection);
+  if (passes != nullptr) *passes = read.passes();
+  RunHeader header{read.state(), at, read.shown(), read.live_bytes_by_domain(), read.devices()};
   char* text = nullptr;
   size_t size = 0;
   std::FILE* out = open_memstream(&text, &size);
-  write_dump_json(header, capture.take_sites(), 0, symbolizer, out);
+  write_dump_json(header, read.left_out(), read.sites(), out);
   std::fclose(out);
   nlohmann::json document = nlohmann::json::parse(std::string(text, size));
   std::free(text);
@@ -290,6 +289,21 @@ TEST(LeakCheck, DumpJsonCarriesTheSameFiguresPerSite) {
     if (site["frames"][0]["function"] == "add_child") expect_lost(site, 1024, 1, 2048, 2);
     if (site["frames"][0]["function"] == "make_node") expect_lost(site, 1337, 1, 0, 0);
   }
+}
+
+TEST(LeakCheck, ADumpReadInPartsHasTheScansTotalsAndTheSitesOfOneRead) {
+  // A budget of one site a pass: the stream is read once to count its stacks, then once per part.
+  DumpSelection whole{.top = 2};
+  DumpSelection parts{.top = 2, .site_memory = 1};
+  size_t whole_passes = 0, parts_passes = 0;
+  nlohmann::json expected = dump_json(lost_stream(), whole, &whole_passes);
+  nlohmann::json read_in_parts = dump_json(lost_stream(), parts, &parts_passes);
+  EXPECT_EQ(whole_passes, 1u);
+  EXPECT_EQ(parts_passes, 5u);  // the count, then a part for each of three stacks and for no stack
+  ASSERT_EQ(expected["sites"].size(), 2u);
+  EXPECT_EQ(expected["sites_left_out"], 1);
+  EXPECT_EQ(expected["leak_check"]["lost_bytes"], 1337 + 1024 + 72704);
+  EXPECT_EQ(read_in_parts, expected) << read_in_parts.dump(2);
 }
 
 TEST(LeakCheck, StreamWithoutAScanSaysSoAndEveryFigureIsZero) {

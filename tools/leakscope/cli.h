@@ -57,6 +57,7 @@ struct DumpOptions {
   size_t top = 0;         // 0: every site
   int64_t min_bytes = 0;  // sites with fewer live bytes are left out
   std::string task;       // only the sites holding bytes of this task
+  uint64_t site_memory = 32ull << 20;  // for the sites read at once (report/dump_passes.h); 0: no limit
 };
 
 int dump_command(const DumpOptions& options);

@@ -118,6 +118,10 @@ int main(int argc, char** argv) {
   dump_verb->add_option("--task", dump.task, "Only the sites holding live bytes of this task");
   std::string dump_min_bytes = "0";
   dump_verb->add_option("--min-bytes", dump_min_bytes, "Leave out sites with fewer live bytes (e.g. 64KiB)")->capture_default_str();
+  std::string dump_site_memory = "32MiB";
+  dump_verb->add_option("--site-memory", dump_site_memory,
+                        "With --top: memory for the sites read at once, about 400 bytes each; a stream with more is read "
+                        "in several passes (0: one pass, whatever it takes)")->capture_default_str();
 
   ReportCommandOptions report;
   std::string min_bytes = "0";
@@ -219,6 +223,9 @@ int main(int argc, char** argv) {
       return fail(kUsage, "--min-bytes: not a size: " + dump_min_bytes);
     }
     dump.min_bytes = static_cast<int64_t>(dump_bytes);
+    if (!leakscope::internal::parse_size_bytes(dump_site_memory.data(), dump_site_memory.size(), &dump.site_memory)) {
+      return fail(kUsage, "--site-memory: not a size: " + dump_site_memory);
+    }
     return dump_command(dump);
   };
   try {
