@@ -209,22 +209,28 @@ void RunState::keep_sites_of(std::function<bool(uint32_t stack)> keep) {
   stack_ids_[0] = keep_(0) ? 0 : kNotKept;
 }
 
-uint32_t RunState::kept_site(uint64_t id, const char* what, Domain* domain) const {
-  uint32_t local = !partial() ? (id < sites_.size() && sites_[id].known ? static_cast<uint32_t>(id) : 0)
-                   : id < site_ids_.size() ? site_ids_[id] : 0;
-  if (local == 0) throw Malformed{std::string(what) + " undefined site " + std::to_string(id)};
+namespace {
+
+// kept() is kept_site() or kept_triple() of `items` (`ids` their map when the read is partial).
+template <typename Items>
+uint32_t kept(const Items& items, const ChunkedVector<uint32_t>* ids, uint64_t id, const char* what, const char* kind,
+              Domain* domain) {
+  uint32_t local = ids == nullptr ? (id < items.size() && items[id].known ? static_cast<uint32_t>(id) : 0)
+                   : id < ids->size() ? (*ids)[id] : 0;
+  if (local == 0) throw Malformed{std::string(what) + " undefined " + kind + " " + std::to_string(id)};
   if ((local & kNotKept) == 0) return local;
   if (domain != nullptr) *domain = static_cast<Domain>(local & ~kNotKept);
   return 0;
 }
 
+}  // namespace
+
+uint32_t RunState::kept_site(uint64_t id, const char* what, Domain* domain) const {
+  return kept(sites_, partial() ? &site_ids_ : nullptr, id, what, "site", domain);
+}
+
 uint32_t RunState::kept_triple(uint64_t id, const char* what, Domain* domain) const {
-  uint32_t local = !partial() ? (id < triples_.size() && triples_[id].known ? static_cast<uint32_t>(id) : 0)
-                   : id < triple_ids_.size() ? triple_ids_[id] : 0;
-  if (local == 0) throw Malformed{std::string(what) + " undefined triple " + std::to_string(id)};
-  if ((local & kNotKept) == 0) return local;
-  if (domain != nullptr) *domain = static_cast<Domain>(local & ~kNotKept);
-  return 0;
+  return kept(triples_, partial() ? &triple_ids_ : nullptr, id, what, "triple", domain);
 }
 
 void RunState::clear_cumulative_state() {
