@@ -499,9 +499,12 @@ void RunState::apply_snapshot(PayloadCursor& payload, bool key) {
           int64_t bytes = cursor.signed_varint("birth bytes");
           int64_t blocks = cursor.signed_varint("birth blocks");
           uint32_t local = kept_triple(triple, "births for");
+          uint64_t birth_ns = epoch_start_ns(static_cast<uint32_t>(birth_epoch));
+          // Bins widen for every birth, kept or not: a partial read's bins are a whole one's.
+          widen_birth_bins(birth_ns);
           if (local == 0) continue;
           Triple& born = triples_[local];
-          add_birth(born.site, epoch_start_ns(static_cast<uint32_t>(birth_epoch)), bytes);
+          add_birth(born.site, birth_ns, bytes);
           // Which thread of a shared slot these bytes are: the one alive in their birth epoch.
           if (slots_[born.slot].size() > 1) {
             uint32_t thread = thread_at(born.slot, static_cast<uint32_t>(birth_epoch));
@@ -734,11 +737,14 @@ void BirthBins::halve() {
   size_ = static_cast<uint32_t>(merged);
 }
 
-void RunState::add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes) {
+void RunState::widen_birth_bins(uint64_t birth_ns) {
   while (birth_ns / birth_bin_ns_ >= kMaxBirthBins) {
     for (size_t id = 0; id < sites_.size(); ++id) sites_[id].births.halve();
     birth_bin_ns_ *= 2;
   }
+}
+
+void RunState::add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes) {
   sites_[site].births.add(static_cast<uint32_t>(birth_ns / birth_bin_ns_), bytes);
 }
 

@@ -493,6 +493,9 @@ class RunState {
   std::vector<DeviceMemory> devices_;
   std::unordered_map<uint32_t, int64_t> inner_bytes_;  // by site, as the latest snapshot says
   std::unordered_set<uint32_t> held_inner_;            // sites that ever held inner blocks
+  // widen_birth_bins() doubles the bins' width (merging every site's bins in pairs) until a birth
+  // at `birth_ns` falls within kMaxBirthBins; add_birth() then counts it.
+  void widen_birth_bins(uint64_t birth_ns);
   void add_birth(uint32_t site, uint64_t birth_ns, int64_t bytes);
   // apply_thread() reads one THREADS record; thread_at() is the thread of `slot` that could
   // allocate in `epoch`.

@@ -225,6 +225,61 @@ TEST(StreamReader, CountersForAnUndefinedTripleAreRejected) {
 }
 
 // Two stacks whose outer frames are the same two tail nodes: each is its head, then the chain.
+// Two heap sites on stacks of their own, one block each: the first's born at 0.1013 s, the
+// second's at 0.7 s, by when births are counted in bins of 4 ms (kMaxBirthBins of them).
+std::string births_far_apart() {
+  Bytes first;
+  first.section(SectionTag::kInfo, info(0, 101300000, false));
+  first.section(SectionTag::kStacks, Bytes().varint(2).varint(1).varint(1).signed_varint(0x401000).varint(0)
+                                         .varint(1).varint(1).signed_varint(0x100).varint(0));
+  first.section(SectionTag::kThreads, Bytes().varint(1).varint(1).varint(4242).blob("main").varint(0));
+  first.section(SectionTag::kSites, Bytes().varint(2).varint(1).varint(0).signed_varint(1).varint(1).varint(0).signed_varint(1));
+  first.section(SectionTag::kTriples, Bytes().varint(2).varint(1).signed_varint(1).varint(1).varint(0)
+                                          .varint(1).signed_varint(1).varint(1).varint(0));
+  Bytes second;
+  second.section(SectionTag::kInfo, info(1, 700000000, false));
+  second.section(SectionTag::kCounters, Bytes().varint(1).varint(1).varint(1).varint(100).varint(0).varint(0).varint(0));
+  second.section(SectionTag::kBirths, Bytes().varint(1).varint(1).varint(1).signed_varint(100).signed_varint(1));
+  Bytes third;
+  third.section(SectionTag::kInfo, info(2, 800000000, true));
+  third.section(SectionTag::kCounters, Bytes().varint(1).varint(2).varint(1).varint(200).varint(0).varint(0).varint(0));
+  third.section(SectionTag::kBirths, Bytes().varint(1).varint(2).varint(2).signed_varint(200).signed_varint(1));
+  return file_header() + process_frame() + frame(FrameType::kSnapshot, first.str()) +
+         frame(FrameType::kSnapshot, second.str()) + frame(FrameType::kSnapshot, third.str());
+}
+
+// bins_of() is a site's births as (bin, bytes) pairs.
+std::vector<std::pair<uint32_t, int64_t>> bins_of(const Site& site) {
+  std::vector<std::pair<uint32_t, int64_t>> bins;
+  for (const BirthBin& bin : site.births) bins.emplace_back(bin.bin, bin.bytes);
+  return bins;
+}
+
+TEST(StreamReader, APartialReadKeepsItsSitesAsTheWholeReadDoesAndCountsTheRestProgramWide) {
+  std::string path = write_temp(births_far_apart());
+  RunState whole = load_run(path);
+  ASSERT_EQ(whole.birth_bin_ns(), 4000000u);
+  for (uint32_t kept_stack : {1u, 2u}) {
+    SCOPED_TRACE(kept_stack);
+    RunState partial;
+    partial.keep_sites_of([kept_stack](uint32_t stack) { return stack == kept_stack; });
+    read_run(path, 0, &partial, [](const RunState&) {});
+    ASSERT_EQ(partial.sites().size(), 2u);  // the one kept, after id 0
+    ASSERT_EQ(partial.triples().size(), 2u);
+    EXPECT_EQ(partial.stream_site_id(1), kept_stack);
+    EXPECT_EQ(partial.stream_stack_count(), 2u);
+    const Site& kept = partial.sites()[1];
+    EXPECT_EQ(kept.live_bytes, whole.sites()[kept_stack].live_bytes);
+    EXPECT_EQ(partial.frames(partial.stacks()[kept.stack]).to_vector(),
+              whole.frames(whole.stacks()[whole.sites()[kept_stack].stack]).to_vector());
+    // Its births are binned as wide as the whole read bins them, whichever site's birth widened them.
+    EXPECT_EQ(partial.birth_bin_ns(), whole.birth_bin_ns());
+    EXPECT_EQ(bins_of(kept), bins_of(whole.sites()[kept_stack]));
+    EXPECT_EQ(partial.live_bytes_by_domain(), whole.live_bytes_by_domain());
+  }
+  std::filesystem::remove(path);
+}
+
 TEST(StreamReader, StacksSharingTailNodesReadAsTheirWholeFrames) {
   Bytes snapshot;
   snapshot.section(SectionTag::kInfo, info(0, 5, false));
