@@ -47,13 +47,13 @@ DumpRead::DumpRead(StreamReader& reader, const ChosenSnapshot& at, const DumpSel
   // that has no more is read once. One that has goes on being read, keeping no more, for the
   // number of its stacks.
   uint64_t per_pass = std::max<uint64_t>(1, selection.site_memory / kDumpBytesPerSite);
-  uint64_t kept = 0;
-  JudgedSites first = read_pass(reader, at, selection, [&kept, per_pass](uint32_t) { return kept++ < per_pass; });
-  if (kept <= per_pass) {
+  JudgedSites first = read_pass(reader, at, selection,
+                                [asked = uint64_t{0}, per_pass](uint32_t) mutable { return asked++ < per_pass; });
+  uint64_t stacks = state_.stream_stack_count() + 1;  // each asked once, and stack 0, no stack
+  if (stacks <= per_pass) {
     keep_shown(first);
     return;
   }
-  uint64_t stacks = state_.stream_stack_count() + 1;  // and stack 0, no stack
   first = JudgedSites();
   read_parts(reader.path(), at, selection, static_cast<uint32_t>((stacks + per_pass - 1) / per_pass));
 }
