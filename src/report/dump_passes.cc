@@ -55,19 +55,20 @@ DumpRead::DumpRead(StreamReader& reader, const ChosenSnapshot& at, const DumpSel
     return;
   }
   first = JudgedSites();
-  read_parts(reader.path(), at, selection, static_cast<uint32_t>((stacks + per_pass - 1) / per_pass));
+  uint64_t parts = std::min<uint64_t>((stacks + per_pass - 1) / per_pass, kMaxDumpParts);
+  read_parts(reader, at, selection, static_cast<uint32_t>(parts));
 }
 
 DumpRead::~DumpRead() = default;
 
 size_t DumpRead::shown_count() const { return symbolizer_ ? whole_.sites.size() : kept_.size(); }
 
-void DumpRead::read_parts(const std::string& path, const ChosenSnapshot& at, const DumpSelection& selection, uint32_t parts) {
+void DumpRead::read_parts(StreamReader& reader, const ChosenSnapshot& at, const DumpSelection& selection, uint32_t parts) {
   passes_ = 1;  // the pass that counted the stacks
   left_out_ = 0;
   by_domain_ = {};
   for (uint32_t part = 0; part < parts; ++part) {
-    StreamReader reader(path);
+    reader.restart();
     JudgedSites judged = read_pass(reader, at, selection, [parts, part](uint32_t stack) {
       return internal::hash_mix(stack) % parts == part;
     });

@@ -32,6 +32,9 @@ namespace leakscope::report {
 // About what one site costs while a stream is read for a dump (measured: 400 000 sites of distinct
 // stacks take 320 bytes each above what any dump takes).
 constexpr uint64_t kDumpBytesPerSite = 400;
+// A stream is read in at most this many parts: a budget smaller than its share of the sites is
+// raised to it, so that a tiny one costs a few seconds, not one read per stack.
+constexpr uint64_t kMaxDumpParts = 32;
 
 struct DumpSelection {
   size_t top = 0;         // 0: every site (read in one pass: they are all written)
@@ -53,8 +56,9 @@ using NextDumpSite = std::function<bool(DumpSite*)>;
 class DumpRead {
  public:
   // Reads the stream of `reader` (which chose `at` from its snapshots, and warns of what it found
-  // damaged then) up to the snapshot `at` for the sites `selection` asks for; a later pass opens
-  // the stream again. Throws StreamError.
+  // damaged then) up to the snapshot `at` for the sites `selection` asks for; a later pass reads
+  // `reader` again from its start (the file it opened, whatever its name now holds). Throws
+  // StreamError.
   DumpRead(StreamReader& reader, const ChosenSnapshot& at, const DumpSelection& selection);
   ~DumpRead();
 
@@ -72,7 +76,7 @@ class DumpRead {
   NextDumpSite sites();
 
  private:
-  void read_parts(const std::string& path, const ChosenSnapshot& at, const DumpSelection& selection, uint32_t parts);
+  void read_parts(StreamReader& reader, const ChosenSnapshot& at, const DumpSelection& selection, uint32_t parts);
   // read_pass() reads the stream of `reader` into a fresh state_ keeping the sites `keep` chooses
   // (all when null) and takes its judged sites, largest first, of `selection`; what it leaves out
   // counts in left_out_. Only the first pass warns.

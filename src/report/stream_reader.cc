@@ -191,6 +191,12 @@ void StreamReader::read_file_header() {
   cursor_ = std::make_unique<Cursor>(file_.get(), file_size_, kFileHeaderSize);
 }
 
+void StreamReader::restart() {
+  cursor_ = std::make_unique<Cursor>(file_.get(), file_size_, kFileHeaderSize);
+  index_ = 0;
+  finished_ = false;
+}
+
 StreamError StreamReader::error(uint32_t index, uint64_t offset, const std::string& what) const {
   return StreamError(path_ + ": frame " + std::to_string(index) + " at offset " + std::to_string(offset) +
                      ": " + what);

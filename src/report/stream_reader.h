@@ -72,6 +72,10 @@ class StreamReader {
   // parsing only its INFO section, and then returns to the current position. Empty when the
   // stream is not seekable.
   std::vector<SnapshotMark> skim_snapshots();
+  // restart() goes back to the first frame, to read the stream again through the file opened
+  // first: a file replaced or deleted under the same name since is not read in its place. What
+  // was found torn or damaged stays known.
+  void restart();
 
   // What next() or skim_snapshots() met: a torn last frame, damaged spans (each once).
   bool torn() const { return torn_; }

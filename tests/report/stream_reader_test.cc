@@ -280,6 +280,31 @@ TEST(StreamReader, APartialReadKeepsItsSitesAsTheWholeReadDoesAndCountsTheRestPr
   std::filesystem::remove(path);
 }
 
+// frames_of() is the offset and type of every frame `reader` reads from where it is.
+std::vector<std::pair<uint64_t, FrameType>> frames_of(StreamReader& reader) {
+  std::vector<std::pair<uint64_t, FrameType>> frames;
+  for (Frame frame; reader.next(&frame);) frames.emplace_back(frame.offset, frame.type);
+  return frames;
+}
+
+TEST(StreamReader, ARestartReadsTheFileOpenedFirstWhateverItsNameNowHolds) {
+  std::string path = write_temp(two_snapshots());
+  StreamReader reader(path);
+  std::vector<std::pair<uint64_t, FrameType>> first = frames_of(reader);
+  ASSERT_EQ(first.size(), 3u);  // the process and two snapshots
+  // A rerun writes a new stream under the name (a new file), then the name is gone.
+  std::string rerun = write_temp(file_header() + process_frame(99));
+  std::filesystem::rename(rerun, path);
+  reader.restart();
+  EXPECT_EQ(frames_of(reader), first);
+  std::filesystem::remove(path);
+  reader.restart();
+  Frame process;
+  ASSERT_TRUE(reader.next(&process));
+  EXPECT_EQ(process.index, 0u);
+  EXPECT_EQ(process.type, FrameType::kProcess);
+}
+
 TEST(StreamReader, StacksSharingTailNodesReadAsTheirWholeFrames) {
   Bytes snapshot;
   snapshot.section(SectionTag::kInfo, info(0, 5, false));
