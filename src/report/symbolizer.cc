@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -19,6 +20,16 @@
 namespace leakscope::report {
 
 namespace {
+
+// Set while symbolize() may call into libdw (inside_debug_library()); read by a signal handler.
+std::atomic<int> g_inside_debug_library{0};
+
+struct InsideDebugLibrary {
+  InsideDebugLibrary() { g_inside_debug_library.fetch_add(1, std::memory_order_relaxed); }
+  ~InsideDebugLibrary() { g_inside_debug_library.fetch_sub(1, std::memory_order_relaxed); }
+  InsideDebugLibrary(const InsideDebugLibrary&) = delete;
+  InsideDebugLibrary& operator=(const InsideDebugLibrary&) = delete;
+};
 
 // The subprogram and inlined-subroutine DIEs of one compilation unit, as a tree by address.
 struct ScopeTree {
@@ -40,6 +51,8 @@ struct ScopeTree {
 };
 
 }  // namespace
+
+bool inside_debug_library() { return g_inside_debug_library.load(std::memory_order_relaxed) > 0; }
 
 struct Symbolizer::ModuleDebug {
   struct Symbol {
@@ -476,6 +489,7 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
   const Module* module = module_for(address, epoch);
   uint64_t key = address ^ (static_cast<uint64_t>(module != nullptr ? module->id + 1 : 0) << 52);
   if (auto found = frames_.find(key); found != frames_.end()) return found->second;
+  InsideDebugLibrary inside;
   std::vector<SymbolizedFrame>& frames = frames_[key];
   SymbolizedFrame frame;
   frame.address = address;

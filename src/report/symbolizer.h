@@ -32,6 +32,11 @@ struct SymbolizedFrame {
   int folded = 0;              // > 0: stands for this many framework frames (FrameFolder)
 };
 
+// inside_debug_library() is true while libdw works for a Symbolizer: where an allocation of its
+// own fails, libdw asserts or exits instead of returning an error, so that a process ending there
+// ran out of memory (tools/leakscope says so with its exit code) rather than met a fault.
+bool inside_debug_library();
+
 class Symbolizer {
  public:
   explicit Symbolizer(const RunState& state);

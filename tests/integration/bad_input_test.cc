@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <numeric>
 
 #include "harness.h"
 #include "support/stream_builder.h"
@@ -171,6 +172,38 @@ TEST(BadInput, StreamTooLargeForTheMachineIsOneLineError) {
     Outcome limited = run_program({"prlimit", "--as=100000000", LEAKSCOPE_CLI, "report", "--format", format, file});
     expect_one_line_error(limited, 6, "out of memory");
   }
+}
+
+// Wherever memory runs out under an address-space limit (ulimit -v, a batch system's), the answer
+// is whole or the out-of-memory line ends the output, with its exit code: not a SIGSEGV where the
+// stack could not grow, nor libdw's own exit or assertion where an allocation of its failed.
+TEST(BadInput, EveryAddressSpaceLimitEndsInTheAnswerOrTheOutOfMemoryLine) {
+  std::string file = scratch_dir() + "/registry.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", fixture("operator_registry"), "14"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string last_line = "leakscope: error: out of memory: the stream holds more than this machine can read\n";
+  size_t answered = 0, out_of_memory = 0;
+  for (long mib = 32; mib <= 96; mib += 2) {
+    for (std::vector<std::string> verb : {std::vector<std::string>{"report"}, {"dump", "--top", "5"}, {"dump", "--top", "5", "--site-memory", "0"}}) {
+      std::vector<std::string> argv{"prlimit", "--as=" + std::to_string(mib << 20), LEAKSCOPE_CLI};
+      argv.insert(argv.end(), verb.begin(), verb.end());
+      argv.push_back(file);
+      SCOPED_TRACE(std::accumulate(argv.begin(), argv.end(), std::string(), [](std::string line, const std::string& arg) {
+        return line + " " + arg;
+      }));
+      Outcome limited = run_program(argv);
+      if (limited.exit_code == 0) {
+        ++answered;
+        continue;
+      }
+      ++out_of_memory;
+      EXPECT_EQ(limited.exit_code, 6) << limited.err;
+      ASSERT_GE(limited.err.size(), last_line.size()) << limited.err;
+      EXPECT_EQ(limited.err.substr(limited.err.size() - last_line.size()), last_line) << limited.err;
+    }
+  }
+  EXPECT_GT(answered, 0u);
+  EXPECT_GT(out_of_memory, 0u);
 }
 
 // Strings in a stream are the process's bytes (argv, paths, thread names the kernel cut inside a

@@ -1,5 +1,9 @@
 // leakscope: run a program under the preload and read what it recorded. See docs/cli.md.
+#include <alloca.h>
+#include <error.h>
 #include <malloc.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -10,10 +14,12 @@
 #include <cstring>
 #include <iterator>
 #include <new>
+#include <string_view>
 
 #include "cli.h"
 #include "core/options.h"
 #include "report/snapshot_choice.h"
+#include "report/symbolizer.h"
 
 namespace leakscope::cli {
 
@@ -23,6 +29,37 @@ int fail(ExitCode code, const std::string& message) {
 }
 
 namespace {
+
+// grow_stack() makes the main thread's stack `bytes` deep now, while memory is there: the
+// kernel grows a stack as it is touched and never shrinks it, and a growth refused later, under
+// an address-space limit (ulimit -v) that the stream's tables have filled, is a SIGSEGV in
+// whatever function needed it (libdw's line tables take tens of KiB of stack) instead of the one
+// line an allocation that fails gives.
+__attribute__((noinline)) void grow_stack(size_t bytes) {
+  volatile char* depth = static_cast<volatile char*>(alloca(bytes));
+  for (size_t offset = 0; offset < bytes; offset += 4096) depth[offset] = 0;
+}
+
+constexpr char kOutOfMemoryMessage[] = "out of memory: the stream holds more than this machine can read";
+
+// say_out_of_memory() ends the program as fail() words a lack of memory, without allocating.
+[[noreturn]] void say_out_of_memory() {
+  for (std::string_view part : {std::string_view("leakscope: error: "), std::string_view(kOutOfMemoryMessage), std::string_view("\n")}) {
+    if (write(STDERR_FILENO, part.data(), part.size()) < 0) break;
+  }
+  _exit(kOutOfMemory);
+}
+
+// Where an allocation of its own fails, libdw does not return an error: it reports it through
+// glibc's error(), which prints the program's name through this hook, then its own words, and
+// exits 1 (the only caller of error() in this program); or it fails an assertion, which aborts.
+// Either is the machine's memory running out, and is said so, with its exit code.
+void out_of_memory_in_library_error() { say_out_of_memory(); }
+
+void abort_in_library(int) {
+  if (leakscope::report::inside_debug_library()) say_out_of_memory();
+  // Anything else aborts as it would have: abort() raises again with the default action.
+}
 
 // unexpected_arguments_text() names what the command line held that its verb does not take: an
 // unknown option first, as that is most often the mistake (a misspelt option, whose value then
@@ -57,6 +94,12 @@ int main(int argc, char** argv) {
   // so that what is let go goes back to the system. glibc would otherwise raise this threshold
   // as such blocks are freed, up to 32 MiB, and keep what is freed below it.
   mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  grow_stack(1 << 20);
+  error_print_progname = out_of_memory_in_library_error;
+  struct sigaction on_abort = {};
+  on_abort.sa_handler = abort_in_library;
+  on_abort.sa_flags = SA_RESETHAND;
+  sigaction(SIGABRT, &on_abort, nullptr);
   // Everything after "--" is the command of `run`, passed untouched.
   std::vector<std::string> command;
   int own_argc = argc;
@@ -235,7 +278,7 @@ int main(int argc, char** argv) {
     std::string unwritten = stdout_error();
     return unwritten.empty() ? code : fail(kOutputError, unwritten);
   } catch (const std::bad_alloc&) {
-    return fail(kOutOfMemory, "out of memory: the stream holds more than this machine can read");
+    return fail(kOutOfMemory, kOutOfMemoryMessage);
   } catch (const leakscope::report::SnapshotChoiceError& error) {
     return fail(kUsage, error.what());
   }
