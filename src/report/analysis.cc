@@ -243,6 +243,24 @@ void capture_device_peak(const RunState& state, PeakReport* peak, DevicePeakCapt
   capture_peak(state, held, counted, peak, &capture->held);
 }
 
+// observe_device_peaks() takes the snapshot just read as a device's peak where the program held
+// more of that device than at any snapshot before.
+void observe_device_peaks(const RunState& state, std::vector<DevicePeak>* peaks) {
+  for (const DeviceMemory& device : state.devices()) {
+    int64_t tensors_outside = std::max<int64_t>(0, device.live(Domain::kC10Cuda) - static_cast<int64_t>(device.inner_bytes));
+    int64_t taken = device.live(Domain::kCuda) + device.live(Domain::kCudaManaged) + tensors_outside;
+    auto peak = std::find_if(peaks->begin(), peaks->end(), [&](const DevicePeak& known) { return known.device == device.device; });
+    if (peak == peaks->end()) {
+      if (taken <= 0) continue;
+      peak = peaks->insert(peaks->end(), DevicePeak{device.device});
+    }
+    if (taken <= peak->bytes) continue;
+    peak->bytes = taken;
+    peak->snapshot = state.snapshot_count();
+    peak->time_s = static_cast<double>(state.last_snapshot().time_ns) / 1e9;
+  }
+}
+
 // What sampled_precision() sums over a group's sites.
 struct PrecisionSum {
   double recorded_blocks = 0;
@@ -514,6 +532,7 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
     if (state.snapshot_count() > judged) return;
     capture_host_peak(state, &analysis->peak, &peak);
     capture_device_peak(state, &analysis->device_peak, &device_peak);
+    observe_device_peaks(state, &analysis->device_peaks);
     // A high-water snapshot was taken because a burst rose: it shows the peak, and is no sample
     // of the sites' course, which periodic snapshots take at moments that owe nothing to it.
     if (info.reason == internal::SnapshotReason::kHighWater && state.snapshot_count() != judged) return;
@@ -616,6 +635,8 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   });
   build_peak_holders(*analysis, &analysis->peak, peak, keys);
   build_peak_holders(*analysis, &analysis->device_peak, device_peak.held, keys);
+  std::sort(analysis->device_peaks.begin(), analysis->device_peaks.end(),
+            [](const DevicePeak& a, const DevicePeak& b) { return a.device < b.device; });
 
   // Live bytes now are those of the judged sites (a teardown mark may take some from the
   // snapshots before it). An owner grows at its part of the program's leaks: each leak's growth

@@ -122,6 +122,18 @@ struct PeakReport {
   std::vector<Holder> holders;  // by bytes at the peak, largest first
 };
 
+// The most device memory the program took from the driver on one device, up to the judged
+// snapshot: device blocks (a caching allocator's segments among them), managed memory, and tensors
+// outside any tracked block; the moment a CUDA out-of-memory error on that device would have come.
+// The device peak above sums the devices and counts tensors in place of the segments that hold
+// them; sites are not told apart by device in the stream, so a device's peak has no holders.
+struct DevicePeak {
+  int device = -1;  // the device's ordinal; -1 when the driver did not say
+  int64_t bytes = 0;
+  uint32_t snapshot = 0;  // from 1
+  double time_s = 0;
+};
+
 // What teardown (from the mark to the end of the stream) did to tracked bytes.
 struct TeardownReport {
   uint32_t mark = 0;  // snapshot index of the mark; 0 when the stream has none
@@ -160,6 +172,7 @@ struct RunAnalysis {
   std::vector<size_t> lost_groups;
   PeakReport peak;
   PeakReport device_peak;  // snapshot 0 when no device memory was tracked
+  std::vector<DevicePeak> device_peaks;  // by ordinal; only devices the program took memory on
   TeardownReport teardown;
   std::unique_ptr<Symbolizer> symbolizer;  // over `state`
   FrameRoles roles;

@@ -365,6 +365,14 @@ nlohmann::json report_members(const RunAnalysis& analysis, const ReportOptions& 
   };
   document["peak"] = peak_json(analysis.peak);
   document["device_peak"] = analysis.device_peak.snapshot != 0 ? peak_json(analysis.device_peak) : nlohmann::json();
+  nlohmann::json device_peaks = nlohmann::json::array();
+  for (const DevicePeak& peak : analysis.device_peaks) {
+    device_peaks.push_back({{"device", peak.device < 0 ? nlohmann::json() : nlohmann::json(peak.device)},
+                            {"bytes", peak.bytes},
+                            {"snapshot", peak.snapshot},
+                            {"time_s", peak.time_s}});
+  }
+  document["device_peaks"] = device_peaks;
   document["teardown"] = analysis.teardown.mark == 0
                              ? nlohmann::json()
                              : nlohmann::json{{"snapshot", analysis.teardown.mark},
@@ -490,6 +498,15 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     out += wrap(fmt::format("device peak: {} in tensors and device blocks at {:.1f} s (snapshot {}): {}",
                             format_bytes(device.tracked_bytes), device.time_s, device.snapshot, peak_holders_text(analysis, device)),
                 "      ", "");
+  }
+  if (!analysis.device_peaks.empty()) {
+    std::string peaks;
+    for (const DevicePeak& peak : analysis.device_peaks) {
+      peaks += fmt::format("{}device {} {} at {:.1f} s (snapshot {})", peaks.empty() ? "" : " · ",
+                           peak.device < 0 ? std::string("?") : std::to_string(peak.device), format_bytes(peak.bytes), peak.time_s,
+                           peak.snapshot);
+    }
+    out += wrap("most taken from the driver, by device: " + peaks, "      ", "");
   }
   for (const ResidencyFinding& finding : analysis.findings) out += "\n" + wrap("Residency: " + finding.text, "");
   std::vector<LostFinding> lost = lost_findings_by_place(analysis, lost_findings(analysis, options));

@@ -295,6 +295,9 @@ struct Site {
   uint64_t first_seen_ns = 0;  // time of the snapshot that defined it
 };
 
+// The domains of DeviceMemory::live_bytes, in order.
+inline constexpr Domain kDeviceDomains[] = {Domain::kCuda, Domain::kCudaHost, Domain::kCudaManaged, Domain::kC10Cuda};
+
 // What one snapshot says of a device's memory (DEVICES, docs/FORMAT.md).
 struct DeviceMemory {
   int device = -1;  // the device's ordinal; -1 when the driver did not say
@@ -303,9 +306,15 @@ struct DeviceMemory {
   uint64_t inner_bytes = 0;     // c10_cuda bytes inside tracked cuda blocks: the caching allocator's reserve in use
   uint64_t reserved_bytes = 0;  // device address space reserved (VMM), not memory
   uint64_t driver_used_bytes = 0, driver_total_bytes = 0;  // cuMemGetInfo as last read; 0 when never
+
+  // Live bytes of `domain` (one of kDeviceDomains) on it.
+  int64_t live(Domain domain) const {
+    for (size_t d = 0; d < live_bytes.size(); ++d) {
+      if (kDeviceDomains[d] == domain) return static_cast<int64_t>(live_bytes[d]);
+    }
+    return 0;
+  }
 };
-// The domains of DeviceMemory::live_bytes, in order.
-inline constexpr Domain kDeviceDomains[] = {Domain::kCuda, Domain::kCudaHost, Domain::kCudaManaged, Domain::kC10Cuda};
 
 struct EpochActivity {
   uint64_t alloc_count = 0, alloc_bytes = 0, free_count = 0, free_bytes = 0;

@@ -278,6 +278,32 @@ TEST(Cuda, ABurstOfTensorsBetweenPeriodicSnapshotsIsTheDevicePeak) {
   EXPECT_TRUE(unseen.is_null()) << unseen.dump(1);
 }
 
+TEST(Cuda, EachDeviceHasItsOwnPeakBesideTheirSum) {
+  // A model split over two devices: device 1 holds a burst of activations early, device 0 peaks
+  // at the end, when it loads more weights; their sum peaks at the burst.
+  std::string file = scratch_dir() + "/stages.lsc";
+  Outcome run = leakscope(cuda_run(file, {fixture("cuda_service"), "stages"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_EQ(run.out, "served in two stages\n");
+  Outcome json = leakscope({"report", "--format", "json", file});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  nlohmann::json report = nlohmann::json::parse(json.out);
+  const nlohmann::json& peaks = report["device_peaks"];
+  ASSERT_EQ(peaks.size(), 2u) << peaks.dump(1);
+  EXPECT_EQ(peaks[0]["device"], 0);
+  EXPECT_EQ(peaks[0]["bytes"], 96 * kMiB);
+  EXPECT_EQ(peaks[1]["device"], 1);
+  EXPECT_EQ(peaks[1]["bytes"], 96 * kMiB);
+  EXPECT_LT(peaks[1]["snapshot"].get<uint32_t>(), peaks[0]["snapshot"].get<uint32_t>()) << peaks.dump(1);
+  EXPECT_EQ(report["device_peak"]["tracked_bytes"], 160 * kMiB) << report["device_peak"].dump(1);
+  EXPECT_EQ(report["device_peak"]["snapshot"], peaks[1]["snapshot"]);
+
+  Outcome text = leakscope({"report", file});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("most taken from the driver, by device: device 0 96.00 MiB at"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(" · device 1 96.00 MiB"), std::string::npos) << text.out;
+}
+
 TEST(Cuda, AReserveThatOnlyGrowsIsTheCachingAllocatorsNotALeak) {
   std::string file = scratch_dir() + "/reserve.lsc";
   Outcome run = leakscope(cuda_run(file, {fixture("caching_allocator_service"), "reserve", "30"}));

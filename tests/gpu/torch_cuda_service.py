@@ -39,4 +39,5 @@ def serve(mode):
 serve(sys.argv[1])
 with open(sys.argv[2], "w") as figures:
     json.dump({"memory_allocated": torch.cuda.memory_allocated(), "memory_reserved": torch.cuda.memory_reserved(),
-               "max_memory_allocated": torch.cuda.max_memory_allocated(), "kept": len(outputs)}, figures)
+               "max_memory_allocated": torch.cuda.max_memory_allocated(),
+               "max_memory_reserved": torch.cuda.max_memory_reserved(), "kept": len(outputs)}, figures)
