@@ -69,9 +69,13 @@ void DumpRead::read_parts(StreamReader& reader, const ChosenSnapshot& at, const 
   by_domain_ = {};
   for (uint32_t part = 0; part < parts; ++part) {
     reader.restart();
-    JudgedSites judged = read_pass(reader, at, selection, [parts, part](uint32_t stack) {
-      return internal::hash_mix(stack) % parts == part;
-    });
+    JudgedSites judged;
+    try {
+      judged = read_pass(reader, at, selection, [parts, part](uint32_t stack) { return internal::hash_mix(stack) % parts == part; });
+    } catch (const StreamError&) {
+      reader.check_unchanged();  // a stream rewritten under the read is said as such, not as what it broke
+      throw;
+    }
     keep_shown(judged);
     std::sort(kept_.begin(), kept_.end(), written_before);
     if (kept_.size() > selection.top) {
@@ -79,6 +83,7 @@ void DumpRead::read_parts(StreamReader& reader, const ChosenSnapshot& at, const 
       kept_.resize(selection.top);
     }
   }
+  reader.check_unchanged();  // each restart checked the part before it
 }
 
 JudgedSites DumpRead::read_pass(StreamReader& reader, const ChosenSnapshot& at, const DumpSelection& selection,

@@ -176,6 +176,11 @@ void StreamReader::read_file_header() {
     file_size_ = ftell(file_.get());
     rewind(file_.get());
   }
+  if (file_size_ > 0) {
+    constexpr int64_t kOpeningBytes = 4096;
+    opening_.resize(static_cast<size_t>(std::min(file_size_, kOpeningBytes)));
+    if (pread(fileno(file_.get()), opening_.data(), opening_.size(), 0) != static_cast<ssize_t>(opening_.size())) opening_.clear();
+  }
   uint8_t header[kFileHeaderSize];
   size_t got = fread(header, 1, sizeof(header), file_.get());
   if (got == 0) throw StreamError(path_ + ": empty file (the process wrote nothing; was it traced?)");
@@ -191,7 +196,18 @@ void StreamReader::read_file_header() {
   cursor_ = std::make_unique<Cursor>(file_.get(), file_size_, kFileHeaderSize);
 }
 
+void StreamReader::check_unchanged() const {
+  if (file_size_ < 0) return;
+  int descriptor = fileno(file_.get());
+  struct stat status;
+  std::vector<uint8_t> now(opening_.size());
+  bool same = fstat(descriptor, &status) == 0 && status.st_size >= file_size_ &&
+              pread(descriptor, now.data(), now.size(), 0) == static_cast<ssize_t>(now.size()) && now == opening_;
+  if (!same) throw StreamError(path_ + ": rewritten while it was read; read a copy that nothing writes to");
+}
+
 void StreamReader::restart() {
+  check_unchanged();
   cursor_ = std::make_unique<Cursor>(file_.get(), file_size_, kFileHeaderSize);
   index_ = 0;
   finished_ = false;

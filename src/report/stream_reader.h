@@ -74,8 +74,13 @@ class StreamReader {
   std::vector<SnapshotMark> skim_snapshots();
   // restart() goes back to the first frame, to read the stream again through the file opened
   // first: a file replaced or deleted under the same name since is not read in its place. What
-  // was found torn or damaged stays known.
+  // was found torn or damaged stays known. Throws StreamError when the file was rewritten in place
+  // (check_unchanged()).
   void restart();
+  // check_unchanged() throws StreamError when the file no longer begins as it did when opened, or
+  // is shorter: rewritten in place (`cp` onto it) while it was read, so that what a later read
+  // gives would be another stream's. A stream still being written only grows, and passes.
+  void check_unchanged() const;
 
   // What next() or skim_snapshots() met: a torn last frame, damaged spans (each once).
   bool torn() const { return torn_; }
@@ -98,6 +103,7 @@ class StreamReader {
   std::string path_;
   std::unique_ptr<FILE, int (*)(FILE*)> file_;
   int64_t file_size_ = -1;  // when the stream is seekable: frames claiming more are torn
+  std::vector<uint8_t> opening_;  // its first bytes when opened (the header and process frame among them)
   std::unique_ptr<Cursor> cursor_;
   uint32_t index_ = 0;     // of the next frame next() returns
   bool finished_ = false;  // next() met damage nothing follows

@@ -305,6 +305,27 @@ TEST(StreamReader, ARestartReadsTheFileOpenedFirstWhateverItsNameNowHolds) {
   EXPECT_EQ(process.type, FrameType::kProcess);
 }
 
+TEST(StreamReader, AStreamRewrittenInPlaceWhileItIsReadIsAnErrorAndOneThatGrowsIsNot) {
+  std::string path = write_temp(two_snapshots());
+  StreamReader reader(path);
+  ASSERT_EQ(frames_of(reader).size(), 3u);
+  // Written on by its process: the same beginning, longer. Read again, it is what it was when
+  // opened, so that every read of it agrees.
+  std::ofstream(path, std::ios::binary | std::ios::app) << frame(FrameType::kSnapshot, Bytes().section(SectionTag::kInfo, info(2, 3000000000, true)).str());
+  reader.restart();
+  EXPECT_EQ(frames_of(reader).size(), 3u);
+  // Another stream copied onto it: the same file, another process.
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << file_header() + process_frame(99) + frame(FrameType::kSnapshot, Bytes().section(SectionTag::kInfo, info(0, 1000000000, true)).str());
+  try {
+    reader.restart();
+    ADD_FAILURE() << "restarted on a rewritten stream";
+  } catch (const StreamError& error) {
+    EXPECT_NE(std::string(error.what()).find("rewritten while it was read"), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(reader.check_unchanged(), StreamError);
+  std::filesystem::remove(path);
+}
+
 TEST(StreamReader, StacksSharingTailNodesReadAsTheirWholeFrames) {
   Bytes snapshot;
   snapshot.section(SectionTag::kInfo, info(0, 5, false));
