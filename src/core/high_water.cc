@@ -44,6 +44,7 @@ struct Water {
 
 constinit Water g_host;
 constinit Water g_device;
+constinit Water g_each_device[kHighWaterDevices];
 
 }  // namespace
 
@@ -53,21 +54,33 @@ void high_water_publish() {
   g_host.add(delta);
 }
 
-void high_water_add_device(int64_t bytes) { g_device.add(bytes); }
+void high_water_add_device(int device, int64_t bytes) {
+  g_device.add(bytes);
+  if (device >= 0 && device < kHighWaterDevices) g_each_device[device].add(bytes);
+}
 
 void high_water_init(uint64_t least_rise) {
   g_least_rise = least_rise > static_cast<uint64_t>(kNever / 2) ? kNever / 2 : static_cast<int64_t>(least_rise);
   g_host.reset();
   g_device.reset();
+  for (Water& device : g_each_device) device.reset();
 }
 
-void high_water_after_snapshot(int64_t seen, int64_t device_seen) {
+HighWaterSeen high_water_seen() {
+  HighWaterSeen seen;
+  seen.host = g_host.total.load(std::memory_order_relaxed);
+  seen.device = g_device.total.load(std::memory_order_relaxed);
+  for (int device = 0; device < kHighWaterDevices; ++device) {
+    seen.by_device[device] = g_each_device[device].total.load(std::memory_order_relaxed);
+  }
+  return seen;
+}
+
+void high_water_after_snapshot(const HighWaterSeen& seen) {
   if (g_least_rise == 0) return;
-  g_host.after_snapshot(seen);
-  g_device.after_snapshot(device_seen);
+  g_host.after_snapshot(seen.host);
+  g_device.after_snapshot(seen.device);
+  for (int device = 0; device < kHighWaterDevices; ++device) g_each_device[device].after_snapshot(seen.by_device[device]);
 }
-
-int64_t high_water_total() { return g_host.total.load(std::memory_order_relaxed); }
-int64_t high_water_device_total() { return g_device.total.load(std::memory_order_relaxed); }
 
 }  // namespace leakscope::internal

@@ -39,25 +39,34 @@ LS_ALWAYS_INLINE void high_water_add(int64_t bytes) {
   }
 }
 
-// high_water_add_device() counts `bytes` more (or fewer) of device memory: cuda, cuda_managed and
-// c10_cuda blocks, not pinned host memory. A caching allocator's tensors count beside its
-// segments, as either may rise first. Device blocks are few and large: published at once.
-void high_water_add_device(int64_t bytes);
+// Devices whose memory has a total and a bar of its own besides the sum of all devices: a model
+// spread over several runs out of memory on one, which may rise while the sum does not (a burst
+// on one device as another lets go). Higher ordinals count in the sum only.
+constexpr int kHighWaterDevices = 16;
+
+// high_water_add_device() counts `bytes` more (or fewer) of device memory on device `device` (its
+// ordinal, -1 when unknown): cuda, cuda_managed and c10_cuda blocks, not pinned host memory. A
+// caching allocator's tensors count beside its segments, as either may rise first. Device blocks
+// are few and large: published at once.
+void high_water_add_device(int device, int64_t bytes);
 
 // high_water_init() sets the least rise above the highest snapshot that asks for another (the
 // option; 0: never).
 void high_water_init(uint64_t least_rise);
 
-// high_water_after_snapshot() sets the bar once a snapshot is written, from `seen`, the total as
+// The published totals at a moment: what a snapshot beginning then sees of them.
+struct HighWaterSeen {
+  int64_t host = 0;
+  int64_t device = 0;  // all devices
+  int64_t by_device[kHighWaterDevices] = {};
+};
+HighWaterSeen high_water_seen();
+
+// high_water_after_snapshot() sets each bar once a snapshot is written, from `seen`, the totals as
 // it began (what it shows; threads go on allocating while it is written): the highest total any
 // snapshot saw, plus the larger of the least rise and an eighth of it. For the writer, under the
 // snapshot lock.
-void high_water_after_snapshot(int64_t seen, int64_t device_seen);
-
-// high_water_total() and high_water_device_total() are the published totals now: what a snapshot
-// beginning now sees of them.
-int64_t high_water_total();
-int64_t high_water_device_total();
+void high_water_after_snapshot(const HighWaterSeen& seen);
 
 }  // namespace leakscope::internal
 

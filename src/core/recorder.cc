@@ -150,7 +150,7 @@ void count_freed(const AllocRecord& record, Epoch now) {
 void count_device_freed(const DeviceBlock& block, void*) {
   if (block.kind == DeviceKey::kReservedRange) return;
   if (TripleEntry* triple = triple_get_mutable(block.triple)) triple_record_free(triple, block.size, 1, block.birth, epoch_current());
-  if (block.domain != Domain::kCudaHost) high_water_add_device(-static_cast<int64_t>(block.size));
+  if (block.domain != Domain::kCudaHost) high_water_add_device(block.device, -static_cast<int64_t>(block.size));
 }
 
 // take_record() removes a heap block's record; in sampled mode most blocks have none, and the
@@ -512,7 +512,7 @@ void recorder_device_alloc(DeviceBlock block, DriverFrames driver_frames) {
     TripleEntry* triple = current_triple(block.domain, thread_current(), block.size, driver_frames);
     if (triple == nullptr) return;
     triple_record_alloc(triple, block.size, 1);  // device blocks are few: always recorded, never sampled
-    if (block.domain != Domain::kCudaHost) high_water_add_device(static_cast<int64_t>(block.size));  // pinned host memory is the host's
+    if (block.domain != Domain::kCudaHost) high_water_add_device(block.device, static_cast<int64_t>(block.size));  // pinned host memory is the host's
     block.triple = static_cast<TripleId>(triple->id);
   }
   DeviceBlock replaced;

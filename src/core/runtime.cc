@@ -287,7 +287,7 @@ int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final,
   } else {
     deferred_records_try_settle();
   }
-  int64_t high_water_seen = high_water_total(), device_water_seen = high_water_device_total();
+  HighWaterSeen high_water = high_water_seen();
   int error = snapshot_writer_write(reason, signal_number, final, leak_check);
   if (final) g_final_written = true;
   if (error != 0) {
@@ -301,7 +301,7 @@ int write_snapshot_locked(SnapshotReason reason, int signal_number, bool final,
     runtime_disable(text);
     return -1;
   }
-  high_water_after_snapshot(high_water_seen, device_water_seen);
+  high_water_after_snapshot(high_water);
   say_budget_stage();
   return 0;
 }

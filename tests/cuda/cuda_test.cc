@@ -304,6 +304,30 @@ TEST(Cuda, EachDeviceHasItsOwnPeakBesideTheirSum) {
   EXPECT_NE(text.out.find(" · device 1 96.00 MiB"), std::string::npos) << text.out;
 }
 
+TEST(Cuda, ADeviceThatRisesWhileTheSumDoesNotIsSeenAtItsPeak) {
+  // 128 MiB held on device 0 for half a second, then on device 1, then on device 0 again,
+  // between periodic snapshots 4 s apart: once device 0's rise was seen, the devices' sum never
+  // rises again, and device 1's own high-water bar asks for the snapshot that sees it.
+  auto device_peaks = [](const std::string& file, const std::string& high_water) {
+    Outcome run = leakscope(cuda_run(file, {fixture("cuda_service"), "swap"},
+                                     {"--cuda", "--interval", "4s", "--option", "ramp=0", "--option", "high_water=" + high_water}));
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    Outcome report = leakscope({"report", "--format", "json", file});
+    EXPECT_EQ(report.exit_code, 0) << report.err;
+    return nlohmann::json::parse(report.out.empty() ? "{}" : report.out)["device_peaks"];
+  };
+  nlohmann::json peaks = device_peaks(scratch_dir() + "/swap.lsc", "64MiB");
+  ASSERT_EQ(peaks.size(), 2u) << peaks.dump(1);
+  EXPECT_EQ(peaks[0]["device"], 0);
+  EXPECT_EQ(peaks[0]["bytes"], 128 * kMiB);
+  EXPECT_EQ(peaks[1]["device"], 1);
+  EXPECT_EQ(peaks[1]["bytes"], 128 * kMiB);
+  // Without high-water snapshots only the snapshots at exit see anything, all of it on device 0.
+  nlohmann::json unseen = device_peaks(scratch_dir() + "/swap_unseen.lsc", "0");
+  ASSERT_EQ(unseen.size(), 1u) << unseen.dump(1);
+  EXPECT_EQ(unseen[0]["device"], 0);
+}
+
 TEST(Cuda, AReserveThatOnlyGrowsIsTheCachingAllocatorsNotALeak) {
   std::string file = scratch_dir() + "/reserve.lsc";
   Outcome run = leakscope(cuda_run(file, {fixture("caching_allocator_service"), "reserve", "30"}));
