@@ -38,11 +38,15 @@ namespace {
 // is_amount() is true for a word that is a number ("250.00", "+2.66", "3").
 bool is_amount(const std::string& text, size_t begin, size_t end) {
   if (begin < end && (text[begin] == '+' || text[begin] == '-')) ++begin;
-  if (begin == end) return false;
+  bool digit = false;
   for (size_t i = begin; i < end; ++i) {
-    if ((text[i] < '0' || text[i] > '9') && text[i] != '.') return false;
+    if (text[i] >= '0' && text[i] <= '9') {
+      digit = true;
+    } else if (text[i] != '.') {
+      return false;
+    }
   }
-  return true;
+  return digit;
 }
 
 // starts_with_unit() is true when the word at `begin` is a size's unit ("MiB", "B/min", "KiB)").

@@ -25,6 +25,7 @@ TEST(TextLayout, ASizeIsNeverWrappedAwayFromItsUnit) {
   // Numbers that are not sizes break as any word does.
   EXPECT_EQ(wrap(columns(96) + " 12 blocks", "  ", ""), columns(96) + " 12\n  blocks\n");
   EXPECT_EQ(wrap(columns(96) + " 3 Bees", "  ", ""), columns(96) + " 3\n  Bees\n");
+  EXPECT_EQ(wrap(columns(97) + " .. B", "  ", ""), columns(97) + " ..\n  B\n");
 }
 
 }  // namespace
