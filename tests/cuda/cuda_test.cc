@@ -27,6 +27,17 @@ std::vector<std::string> cuda_run(const std::string& file, const std::vector<std
   return args;
 }
 
+// report_between_far_snapshots() runs `command` traced with periodic snapshots 4 s apart and no
+// ramp, high-water snapshots at `high_water` ("0": none), and gives its report's document.
+nlohmann::json report_between_far_snapshots(const std::string& file, const std::vector<std::string>& command,
+                                            const std::string& high_water) {
+  Outcome run = leakscope(cuda_run(file, command, {"--cuda", "--interval", "4s", "--option", "ramp=0", "--option", "high_water=" + high_water}));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  Outcome report = leakscope({"report", "--format", "json", file});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  return nlohmann::json::parse(report.out.empty() ? "{}" : report.out);
+}
+
 // sites_holding() is every live site of `domain` with `function` among its frames (the stand-in
 // driver's own bookkeeping makes heap sites on the same stacks).
 std::vector<nlohmann::json> sites_holding(const nlohmann::json& document, const std::string& function,
@@ -260,12 +271,7 @@ TEST(Cuda, ABurstOfTensorsBetweenPeriodicSnapshotsIsTheDevicePeak) {
   // theirs, not the reserve's segments that stay after them. Without it, nothing the program held
   // on the device outside the reserve was ever seen.
   auto device_peak = [](const std::string& file, const std::string& high_water) {
-    Outcome run = leakscope(cuda_run(file, {fixture("caching_allocator_service"), "burst", "30"},
-                                     {"--cuda", "--interval", "4s", "--option", "ramp=0", "--option", "high_water=" + high_water}));
-    EXPECT_EQ(run.exit_code, 0) << run.err;
-    Outcome report = leakscope({"report", "--format", "json", file});
-    EXPECT_EQ(report.exit_code, 0) << report.err;
-    return nlohmann::json::parse(report.out.empty() ? "{}" : report.out)["device_peak"];
+    return report_between_far_snapshots(file, {fixture("caching_allocator_service"), "burst", "30"}, high_water)["device_peak"];
   };
   nlohmann::json peak = device_peak(scratch_dir() + "/burst.lsc", "64MiB");
   ASSERT_TRUE(peak.is_object()) << peak.dump();
@@ -309,12 +315,7 @@ TEST(Cuda, ADeviceThatRisesWhileTheSumDoesNotIsSeenAtItsPeak) {
   // between periodic snapshots 4 s apart: once device 0's rise was seen, the devices' sum never
   // rises again, and device 1's own high-water bar asks for the snapshot that sees it.
   auto device_peaks = [](const std::string& file, const std::string& high_water) {
-    Outcome run = leakscope(cuda_run(file, {fixture("cuda_service"), "swap"},
-                                     {"--cuda", "--interval", "4s", "--option", "ramp=0", "--option", "high_water=" + high_water}));
-    EXPECT_EQ(run.exit_code, 0) << run.err;
-    Outcome report = leakscope({"report", "--format", "json", file});
-    EXPECT_EQ(report.exit_code, 0) << report.err;
-    return nlohmann::json::parse(report.out.empty() ? "{}" : report.out)["device_peaks"];
+    return report_between_far_snapshots(file, {fixture("cuda_service"), "swap"}, high_water)["device_peaks"];
   };
   nlohmann::json peaks = device_peaks(scratch_dir() + "/swap.lsc", "64MiB");
   ASSERT_EQ(peaks.size(), 2u) << peaks.dump(1);
