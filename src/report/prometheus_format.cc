@@ -69,12 +69,12 @@ int severity(Verdict verdict) {
   return 2;
 }
 
+std::string device_label(int device) { return device < 0 ? std::string("device=\"unknown\",") : fmt::format("device=\"{}\",", device); }
+std::string device_label(const DeviceMemory& device) { return device_label(device.device); }
+
 // write_devices() gives each device's memory series of its own: a dashboard of a multi-GPU
 // service wants the device that fills up, not the sum.
-void write_devices(const std::vector<DeviceMemory>& devices, Exposition& out) {
-  auto device_label = [](const DeviceMemory& device) {
-    return device.device < 0 ? std::string("device=\"unknown\",") : fmt::format("device=\"{}\",", device.device);
-  };
+void write_devices(const std::vector<DeviceMemory>& devices, const std::vector<DevicePeak>& peaks, Exposition& out) {
   out.family("leakscope_device_tracked_bytes", "gauge", "Live bytes leakscope tracks on a device, by domain (c10_cuda tensors lie inside cuda segments)");
   for (const DeviceMemory& device : devices) {
     for (size_t d = 0; d < device.live_bytes.size(); ++d) {
@@ -84,9 +84,8 @@ void write_devices(const std::vector<DeviceMemory>& devices, Exposition& out) {
   }
   out.family("leakscope_device_cached_bytes", "gauge", "Bytes of the caching allocator's segments on a device that no tensor holds: free for reuse");
   for (const DeviceMemory& device : devices) {
-    uint64_t segments = device.live_bytes[0];  // kDeviceDomains[0] is cuda
-    out.sample("leakscope_device_cached_bytes", device_label(device),
-               static_cast<double>(device.inner_bytes != 0 && segments > device.inner_bytes ? segments - device.inner_bytes : 0));
+    int64_t segments = device.live(Domain::kCuda), inner = static_cast<int64_t>(device.inner_bytes);
+    out.sample("leakscope_device_cached_bytes", device_label(device), static_cast<double>(inner != 0 && segments > inner ? segments - inner : 0));
   }
   out.family("leakscope_device_reserved_address_bytes", "gauge", "Device address space reserved (cuMemAddressReserve), not memory");
   for (const DeviceMemory& device : devices) {
@@ -100,6 +99,9 @@ void write_devices(const std::vector<DeviceMemory>& devices, Exposition& out) {
   for (const DeviceMemory& device : devices) {
     if (device.driver_total_bytes != 0) out.sample("leakscope_device_driver_total_bytes", device_label(device), static_cast<double>(device.driver_total_bytes));
   }
+  out.family("leakscope_device_peak_bytes", "gauge",
+             "The most the program took from the driver on a device up to the judged snapshot (cuda and cuda_managed blocks, tensors outside them)");
+  for (const DevicePeak& peak : peaks) out.sample("leakscope_device_peak_bytes", device_label(peak.device), static_cast<double>(peak.bytes));
 }
 
 }  // namespace
@@ -197,7 +199,7 @@ std::string prometheus_metrics(RunAnalysis& analysis, const MetricsOptions& opti
   out.family("leakscope_peak_tracked_bytes", "gauge",
              "The most tracked host bytes (heap, mmap, brk, c10_cpu) any snapshot saw up to the judged one, high-water snapshots of bursts included");
   out.sample("leakscope_peak_tracked_bytes", "", static_cast<double>(analysis.peak.tracked_bytes));
-  if (!analysis.devices.empty()) write_devices(analysis.devices, out);
+  if (!analysis.devices.empty()) write_devices(analysis.devices, analysis.device_peaks, out);
   out.family("leakscope_own_memory_bytes", "gauge", "Memory leakscope itself holds in the process");
   out.sample("leakscope_own_memory_bytes", "", static_cast<double>(judged.overhead_bytes));
   out.family("leakscope_snapshots", "gauge", "Snapshots in the stream so far");

@@ -38,6 +38,16 @@ nlohmann::json report_between_far_snapshots(const std::string& file, const std::
   return nlohmann::json::parse(report.out.empty() ? "{}" : report.out);
 }
 
+// served_metrics() is what `leakscope serve FILE --prometheus` gives a scrape, on a port from
+// `first_port` on told apart by the test's pid.
+Outcome served_metrics(const std::string& file, int first_port) {
+  int port = first_port + static_cast<int>(getpid() % 9000);
+  std::string script = "\"" + std::string(LEAKSCOPE_CLI) + "\" serve " + file + " --prometheus 127.0.0.1:" +
+                       std::to_string(port) + " & serve=$!; for i in $(seq 1 40); do sleep 0.25; curl -sf http://127.0.0.1:" +
+                       std::to_string(port) + "/metrics && break; done; kill -TERM $serve; wait $serve";
+  return run_program({"bash", "-c", script}, {}, 60);
+}
+
 // sites_holding() is every live site of `domain` with `function` among its frames (the stand-in
 // driver's own bookkeeping makes heap sites on the same stacks).
 std::vector<nlohmann::json> sites_holding(const nlohmann::json& document, const std::string& function,
@@ -251,11 +261,7 @@ TEST(Cuda, TensorsKeptAliveAreALeakInsideTheCachingAllocatorsReserveWhichIsNot) 
   EXPECT_EQ(forward_bytes, 40 * kMiB + 20 * kMiB);
 
   // Prometheus: the device's own series, what a dashboard of a GPU service watches.
-  int port = 21000 + static_cast<int>(getpid() % 9000);
-  std::string script = "\"" + std::string(LEAKSCOPE_CLI) + "\" serve " + file + " --prometheus 127.0.0.1:" +
-                       std::to_string(port) + " & serve=$!; for i in $(seq 1 40); do sleep 0.25; curl -sf http://127.0.0.1:" +
-                       std::to_string(port) + "/metrics && break; done; kill -TERM $serve; wait $serve";
-  Outcome served = run_program({"bash", "-c", script}, {}, 60);
+  Outcome served = served_metrics(file, 21000);
   ASSERT_EQ(served.exit_code, 0) << served.err;
   for (const std::string& series : {"leakscope_device_tracked_bytes{device=\"0\",domain=\"cuda\"} 62914560\n",
                                     "leakscope_device_tracked_bytes{device=\"0\",domain=\"c10_cuda\"} 41943040\n",
@@ -308,6 +314,11 @@ TEST(Cuda, EachDeviceHasItsOwnPeakBesideTheirSum) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("most taken from the driver, by device: device 0 96.00 MiB at"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find(" · device 1 96.00 MiB"), std::string::npos) << text.out;
+
+  Outcome served = served_metrics(file, 31000);
+  ASSERT_EQ(served.exit_code, 0) << served.err;
+  EXPECT_NE(served.out.find("\nleakscope_device_peak_bytes{device=\"0\"} 100663296\n"), std::string::npos) << served.out;
+  EXPECT_NE(served.out.find("\nleakscope_device_peak_bytes{device=\"1\"} 100663296\n"), std::string::npos) << served.out;
 }
 
 TEST(Cuda, ADeviceThatRisesWhileTheSumDoesNotIsSeenAtItsPeak) {
