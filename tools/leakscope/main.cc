@@ -3,6 +3,7 @@
 #include <error.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -35,7 +36,10 @@ namespace {
 // an address-space limit (ulimit -v) that the stream's tables have filled, is a SIGSEGV in
 // whatever function needed it (libdw's line tables take tens of KiB of stack) instead of the one
 // line an allocation that fails gives.
+// Never more than half the stack's own limit (ulimit -s), which the growth would pass.
 __attribute__((noinline)) void grow_stack(size_t bytes) {
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) bytes = std::min<size_t>(bytes, limit.rlim_cur / 2);
   volatile char* depth = static_cast<volatile char*>(alloca(bytes));
   for (size_t offset = 0; offset < bytes; offset += 4096) depth[offset] = 0;
 }
