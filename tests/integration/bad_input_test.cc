@@ -206,6 +206,13 @@ TEST(BadInput, EveryAddressSpaceLimitEndsInTheAnswerOrTheOutOfMemoryLine) {
   EXPECT_GT(out_of_memory, 0u);
 }
 
+// The stack the CLI grows at start to have it later stays within a small ulimit -s.
+TEST(BadInput, ASmallStackLimitStillRunsTheCli) {
+  Outcome small = run_program({"bash", "-c", std::string("ulimit -s 256 && exec \"") + LEAKSCOPE_CLI + "\" --version"});
+  EXPECT_EQ(small.exit_code, 0) << small.err;
+  EXPECT_FALSE(small.out.empty());
+}
+
 // Strings in a stream are the process's bytes (argv, paths, thread names the kernel cut inside a
 // UTF-8 character): JSON writes what is not UTF-8 as U+FFFD instead of failing.
 TEST(BadInput, BytesThatAreNotUtf8AreWrittenAsReplacementCharacters) {
