@@ -18,7 +18,7 @@ constexpr int kTakeAttempts = 1000;
 struct ParkedSet {
   SpinLock lock;
   ParkedBlock* slots = nullptr;  // block 0: empty
-  size_t count = 0;
+  std::atomic<size_t> count{0};  // changed under the lock; read without it for INFO
   std::atomic<ParkedInUse> in_use{nullptr};
 };
 
@@ -47,7 +47,7 @@ void erase(size_t at) {
     gap = next;
   }
   slots[gap] = ParkedBlock{0, TripleId::kNone, TripleId::kNone};
-  --g_parked.count;
+  g_parked.count.fetch_sub(1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -65,8 +65,8 @@ bool parked_blocks_add(const ParkedBlock& parked) {
   }
   size_t at = find(parked.block);
   if (g_parked.slots[at].block == 0) {
-    if (g_parked.count >= kMaxCount) return false;
-    ++g_parked.count;
+    if (g_parked.count.load(std::memory_order_relaxed) >= kMaxCount) return false;
+    g_parked.count.fetch_add(1, std::memory_order_relaxed);
   }
   g_parked.slots[at] = parked;
   return true;
@@ -74,17 +74,19 @@ bool parked_blocks_add(const ParkedBlock& parked) {
 
 void parked_blocks_remove(uintptr_t block) {
   SpinLockGuard guard(g_parked.lock);
-  if (g_parked.slots == nullptr || g_parked.count == 0) return;
+  if (g_parked.slots == nullptr || g_parked.count.load(std::memory_order_relaxed) == 0) return;
   size_t at = find(block);
   if (g_parked.slots[at].block == block) erase(at);
 }
+
+size_t parked_blocks_count() { return g_parked.count.load(std::memory_order_relaxed); }
 
 size_t parked_blocks_take_in_use(ParkedBlock* out, size_t capacity) {
   ParkedInUse in_use = g_parked.in_use.load(std::memory_order_acquire);
   if (in_use == nullptr || !g_parked.lock.try_lock_for(kTakeAttempts)) return 0;
   size_t taken = 0;
   if (g_parked.slots != nullptr) {
-    for (size_t at = 0; at < kCapacity && taken < capacity && g_parked.count != 0;) {
+    for (size_t at = 0; at < kCapacity && taken < capacity && g_parked.count.load(std::memory_order_relaxed) != 0;) {
       const ParkedBlock& parked = g_parked.slots[at];
       if (parked.block == 0 || !in_use(parked.block)) {
         ++at;

@@ -40,6 +40,9 @@ bool parked_blocks_add(const ParkedBlock& parked);
 // parked_blocks_remove() forgets a block that leaves its parked triple (freed, resized, renewed).
 void parked_blocks_remove(uintptr_t block);
 
+// parked_blocks_count() is how many blocks the set holds: tracked, yet let go of by the program.
+size_t parked_blocks_count();
+
 // parked_blocks_take_in_use() takes out of the set up to `capacity` blocks the runtime uses again,
 // into `out`, and returns how many; 0 when the lock is held too long (a later snapshot takes them).
 size_t parked_blocks_take_in_use(ParkedBlock* out, size_t capacity);

@@ -21,6 +21,7 @@
 #include "core/leak_check.h"
 #include "core/memory_budget.h"
 #include "core/module_map.h"
+#include "core/parked_blocks.h"
 #include "core/proc_stats.h"
 #include "core/recorder.h"
 #include "core/sampler.h"
@@ -271,6 +272,7 @@ void write_info(FrameBuilder& frame, Epoch closed, SnapshotReason reason, int si
   frame.varint(static_cast<uint64_t>(memory_budget_stage()));
   frame.varint(internal_peak_mapped_bytes());
   frame.varint(static_cast<uint64_t>(accelerator_device_tracking()));
+  frame.varint(parked_blocks_count());
   frame.end_record(mark);
 }
 

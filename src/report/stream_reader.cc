@@ -290,12 +290,17 @@ std::vector<SnapshotMark> StreamReader::skim_snapshots() {
     }
     if (cursor.type() == static_cast<uint32_t>(FrameType::kProcess)) continue;
     // INFO comes first: tag, padded length, then epoch, time, wall time, reason, signal, final,
-    // seven RSS figures, leakscope's own memory and the heap blocks tracked.
+    // seven RSS figures, leakscope's own memory, the heap blocks tracked, then (in newer streams)
+    // the reserved bytes, budget stage, peak own memory, device tracking and the blocks parked.
     const uint8_t* field = cursor.payload().data();
     const uint8_t* end = field + cursor.payload().size();
     uint64_t tag = 0, length = 0, epoch = 0, time = 0, wall = 0, reason = 0, signal = 0, final = 0;
-    if (!varint_get(&field, end, &tag) || tag != static_cast<uint64_t>(SectionTag::kInfo) || !varint_get(&field, end, &length) ||
-        !varint_get(&field, end, &epoch) || !varint_get(&field, end, &time) || !varint_get(&field, end, &wall) ||
+    if (!varint_get(&field, end, &tag) || tag != static_cast<uint64_t>(SectionTag::kInfo) || !varint_get(&field, end, &length)) {
+      break;
+    }
+    // Fields a stream's INFO does not hold (an older writer's) are not read from what follows it.
+    if (length < static_cast<uint64_t>(end - field)) end = field + length;
+    if (!varint_get(&field, end, &epoch) || !varint_get(&field, end, &time) || !varint_get(&field, end, &wall) ||
         !varint_get(&field, end, &reason) || !varint_get(&field, end, &signal) || !varint_get(&field, end, &final)) {
       break;
     }
@@ -303,7 +308,11 @@ std::vector<SnapshotMark> StreamReader::skim_snapshots() {
     bool figures = true;
     for (int i = 0; i < 8 && figures; ++i) figures = varint_get(&field, end, &figure);
     if (!figures || !varint_get(&field, end, &blocks)) blocks = 0;  // damage, said when the snapshot is read
-    marks.push_back({static_cast<SnapshotReason>(reason), static_cast<uint32_t>(signal), final != 0, time, blocks});
+    uint64_t parked = 0;
+    bool later = true;
+    for (int i = 0; i < 4 && later; ++i) later = varint_get(&field, end, &figure);
+    if (!later || !varint_get(&field, end, &parked) || parked > blocks) parked = 0;
+    marks.push_back({static_cast<SnapshotReason>(reason), static_cast<uint32_t>(signal), final != 0, time, blocks, parked});
   }
   return marks;
 }

@@ -41,6 +41,7 @@ struct SnapshotMark {
   bool final;
   uint64_t time_ns;
   uint64_t tracked_blocks;  // heap blocks in the allocation table (INFO)
+  uint64_t parked_blocks;   // of those, kept on a runtime's free lists (INFO; 0 in older streams)
 };
 
 // A stretch of the file that could not be read, and where reading went on.

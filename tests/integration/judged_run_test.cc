@@ -507,6 +507,36 @@ TEST(JudgedRun, PythonQueueDrainedSlowlyAtExitIsALeak) {
   EXPECT_EQ(leakscope({"check", judged.file}).exit_code, 1);
 }
 
+// A script's small leak cleared as it ends: its records go to the interpreter's free lists, so the
+// blocks tracked do not fall, and those the script holds fall by a few hundred beside the
+// interpreter's thousands. Before, the run was judged at the mark and showed no leak at all.
+TEST(JudgedRun, SmallPythonLogClearedAtTheEndIsStillALeak) {
+  constexpr int kRequests = 800;
+  Judged judged = judge({kPython, fixture_source("request_log_cleared_at_exit.py"), std::to_string(kRequests)});
+  ASSERT_EQ(judged.run.out, "served 800\n");
+  EXPECT_NE(judged.report["snapshot_chosen"].get<std::string>().find("after a shutdown that freed from"), std::string::npos)
+      << judged.report["snapshot_chosen"];
+  int line = marker_line("request_log_cleared_at_exit.py", "the leak");
+  int64_t records = 0;
+  for (const auto& site : judged.report["sites"]) {
+    bool at_line = false;
+    for (const auto& frame : site["frames"]) {
+      if (frame["language"] == "python") {
+        at_line = frame["line"] == line;
+        break;
+      }
+    }
+    if (!at_line) continue;
+    EXPECT_EQ(site["verdict"], "leak") << site.dump();
+    EXPECT_EQ(site["live_bytes"], 64 * site["live_blocks"].get<int64_t>()) << "one 64-byte tuple a record";
+    records += site["live_blocks"].get<int64_t>();
+  }
+  // Less those of the last interval before the end, and those the free list held at the start.
+  EXPECT_GE(records, kRequests * 3 / 4);
+  EXPECT_LE(records, kRequests);
+  EXPECT_EQ(leakscope({"check", judged.file}).exit_code, 1);
+}
+
 TEST(JudgedRun, TorchLeakAfterImportTorchInAShortRunIsALeak) {
   if (!python_has_torch()) GTEST_SKIP() << "python3-torch is not installed (scripts/install_deps.sh installs it)";
   // 300 outputs leave the leak 4.5 s to grow in after the import, enough snapshots even where a

@@ -10,18 +10,26 @@ namespace {
 
 using internal::SnapshotReason;
 
-// run() is a stream's snapshots, 100 ms apart, holding `blocks` tracked heap blocks each, with
-// the reasons given (periodic where none is), and a teardown mark after them holding `at_mark`.
+// run() is a stream's snapshots, 100 ms apart, holding `blocks` tracked heap blocks each, none
+// parked, with the reasons given (periodic where none is), and a teardown mark after them holding
+// `at_mark`.
 std::vector<SnapshotMark> run(const std::vector<uint64_t>& blocks, uint64_t at_mark,
                               const std::vector<SnapshotReason>& reasons = {}) {
   std::vector<SnapshotMark> marks;
   for (size_t i = 0; i < blocks.size(); ++i) {
     SnapshotReason reason = i < reasons.size() ? reasons[i] : SnapshotReason::kPeriodic;
-    marks.push_back(SnapshotMark{reason, 0, false, (i + 1) * 100'000'000ull, blocks[i]});
+    marks.push_back(SnapshotMark{reason, 0, false, (i + 1) * 100'000'000ull, blocks[i], 0});
   }
-  marks.push_back(SnapshotMark{SnapshotReason::kTeardown, 0, false, (blocks.size() + 1) * 100'000'000ull, at_mark});
-  marks.push_back(SnapshotMark{SnapshotReason::kExit, 0, true, (blocks.size() + 2) * 100'000'000ull, 1000});
+  marks.push_back(SnapshotMark{SnapshotReason::kTeardown, 0, false, (blocks.size() + 1) * 100'000'000ull, at_mark, 0});
+  marks.push_back(SnapshotMark{SnapshotReason::kExit, 0, true, (blocks.size() + 2) * 100'000'000ull, 1000, 0});
   return marks;
+}
+
+// A script's 2.5 s: its interpreter's 20 000 blocks, 32 more a snapshot (the records it logs).
+std::vector<uint64_t> steady_logging(size_t snapshots) {
+  std::vector<uint64_t> blocks;
+  for (size_t i = 0; i < snapshots; ++i) blocks.push_back(20'000 + 32 * i);
+  return blocks;
 }
 
 uint32_t shutdown_of(const std::vector<SnapshotMark>& marks) {
@@ -63,6 +71,28 @@ TEST(ShutdownChoice, AFallBeforeAnAskedForSnapshotOrALongFlatStretchIsNot) {
             0u);
   EXPECT_EQ(shutdown_of(run({100'000, 110'000, 90'000, 90'000, 90'010}, 90'010)), 0u);
   EXPECT_EQ(shutdown_of(run({100'000, 110'000, 90'000}, 100'000)), 0u) << "more than a pause's few blocks";
+}
+
+// A small program's shutdown: it frees far less than an eighth of its blocks, yet far more than
+// it ever moved from one snapshot to the next.
+TEST(ShutdownChoice, AFallThatStandsOutOfTheRunsStepsIsAShutdown) {
+  std::vector<uint64_t> blocks = steady_logging(25);
+  EXPECT_EQ(shutdown_of(run(blocks, blocks.back() - 800)), 25u);
+  EXPECT_EQ(shutdown_of(run(blocks, blocks.back() - 60)), 0u) << "a few dozen blocks: no shutdown";
+  std::vector<uint64_t> churning;
+  for (size_t i = 0; i < 25; ++i) churning.push_back(i % 2 == 0 ? 20'000 : 20'300);
+  EXPECT_EQ(shutdown_of(run(churning, 19'500)), 0u) << "no more than the run's own churn";
+}
+
+// The records a Python script logged and cleared as it ended go to its interpreter's free lists:
+// they stay tracked, parked, and the program's blocks are the tracked less the parked.
+TEST(ShutdownChoice, BlocksParkedOnFreeListsAreNotTheProgramsOwn) {
+  std::vector<uint64_t> blocks = steady_logging(25);
+  std::vector<SnapshotMark> marks = run(blocks, blocks.back() + 5);
+  marks[25].parked_blocks = 800;
+  EXPECT_EQ(shutdown_of(marks), 25u);
+  marks[25].parked_blocks = 0;
+  EXPECT_EQ(shutdown_of(marks), 0u);
 }
 
 // In sampled mode the table holds a few dozen recorded blocks, whose count wanders by its square
