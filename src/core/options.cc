@@ -193,11 +193,11 @@ bool parse_size_bytes(const char* text, size_t length, uint64_t* out) {
     value = value * 10 + static_cast<uint64_t>(text[i++] - '0');
   }
   if (i == 0) return false;
-  // Binary multiples however written: K, KB, KiB (and M, G alike); B or nothing for bytes.
+  // Binary multiples however written: K, KB, KiB (and M, G, T alike); B or nothing for bytes.
   static const struct {
     char letter;
     uint64_t scale;
-  } kMultiples[] = {{'K', 1ull << 10}, {'M', 1ull << 20}, {'G', 1ull << 30}};
+  } kMultiples[] = {{'K', 1ull << 10}, {'M', 1ull << 20}, {'G', 1ull << 30}, {'T', 1ull << 40}};
   const char* unit = text + i;
   size_t unit_length = length - i;
   if (unit_length == 0 || (unit_length == 1 && unit[0] == 'B')) {

@@ -28,7 +28,7 @@ int64_t host_live_bytes() {
          leakscope_live_bytes(LEAKSCOPE_DOMAIN_C10_CPU);
 }
 
-// parse_size() reads 512, 64K, 64KiB, 1MB, 2GiB (binary multiples), as leakscope's options do.
+// parse_size() reads 512, 64K, 64KiB, 1MB, 2GiB, 1TiB (binary multiples), as leakscope's options do.
 bool parse_size(const char* text, int64_t* out) {
   char* end = nullptr;
   errno = 0;
@@ -44,6 +44,8 @@ bool parse_size(const char* text, int64_t* out) {
     scale = 1ull << 20;
   } else if (unit == "G" || unit == "GB" || unit == "GiB") {
     scale = 1ull << 30;
+  } else if (unit == "T" || unit == "TB" || unit == "TiB") {
+    scale = 1ull << 40;
   } else {
     return false;
   }

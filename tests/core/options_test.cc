@@ -75,8 +75,10 @@ TEST(Options, SizesAcceptEveryWayOfWritingBinaryMultiples) {
   }
   EXPECT_TRUE(parse_size_bytes("2GiB", 4, &bytes));
   EXPECT_EQ(bytes, 2ull << 30);
-  for (const char* text : {"", "K", "12Kb", "3 MiB", "1.5M", "7T", "17179869184GiB"}) {
-    EXPECT_FALSE(parse_size_bytes(text, strlen(text), &bytes)) << text;  // the last overflows 64 bits
+  EXPECT_TRUE(parse_size_bytes("7T", 2, &bytes));
+  EXPECT_EQ(bytes, 7ull << 40);
+  for (const char* text : {"", "K", "12Kb", "3 MiB", "1.5M", "7P", "17179869184GiB", "16777216TiB"}) {
+    EXPECT_FALSE(parse_size_bytes(text, strlen(text), &bytes)) << text;  // the last two overflow 64 bits
   }
 }
 
