@@ -18,7 +18,7 @@ constexpr int kTakeAttempts = 1000;
 struct ParkedSet {
   SpinLock lock;
   ParkedBlock* slots = nullptr;  // block 0: empty
-  std::atomic<size_t> count{0};  // changed under the lock; read without it for INFO
+  std::atomic<size_t> count{0};  // changed under the lock (no read-modify-write needed); read without it for INFO
   std::atomic<ParkedInUse> in_use{nullptr};
 };
 
@@ -47,7 +47,7 @@ void erase(size_t at) {
     gap = next;
   }
   slots[gap] = ParkedBlock{0, TripleId::kNone, TripleId::kNone};
-  g_parked.count.fetch_sub(1, std::memory_order_relaxed);
+  g_parked.count.store(g_parked.count.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -65,8 +65,9 @@ bool parked_blocks_add(const ParkedBlock& parked) {
   }
   size_t at = find(parked.block);
   if (g_parked.slots[at].block == 0) {
-    if (g_parked.count.load(std::memory_order_relaxed) >= kMaxCount) return false;
-    g_parked.count.fetch_add(1, std::memory_order_relaxed);
+    size_t count = g_parked.count.load(std::memory_order_relaxed);
+    if (count >= kMaxCount) return false;
+    g_parked.count.store(count + 1, std::memory_order_relaxed);
   }
   g_parked.slots[at] = parked;
   return true;
