@@ -249,7 +249,8 @@ void scan_device_blocks(const DeviceBlock* blocks, uint32_t count, void* data) {
   }
 }
 
-void write_info(FrameBuilder& frame, Epoch closed, SnapshotReason reason, int signal_number, bool final) {
+void write_info(FrameBuilder& frame, Epoch closed, SnapshotReason reason, int signal_number, bool final,
+                uint64_t host_heap_bytes) {
   ProcStats stats;
   proc_stats_read(&stats, final);
   FrameBuilder::SectionMark mark = frame.begin_record(SectionTag::kInfo);
@@ -273,6 +274,7 @@ void write_info(FrameBuilder& frame, Epoch closed, SnapshotReason reason, int si
   frame.varint(internal_peak_mapped_bytes());
   frame.varint(static_cast<uint64_t>(accelerator_device_tracking()));
   frame.varint(parked_blocks_count());
+  frame.varint(host_heap_bytes);
   frame.end_record(mark);
 }
 
@@ -526,13 +528,21 @@ void write_triples(FrameBuilder& frame, uint32_t triples_end) {
   g_writer.triples_end = triples_end;
 }
 
-// write_counters() also lists in *freed the triples that freed something since the last snapshot.
-void write_counters(FrameBuilder& frame, uint32_t triples_end, InternalArray<uint32_t>* freed) {
-  g_writer.counters.resize(triples_end);
+// The counters of the triples that moved since the last snapshot, read before the frame is begun
+// (INFO gives the host heap bytes they make) and emitted in COUNTERS.
+struct CountersRead {
   InternalArray<uint32_t> changed;
   InternalArray<EmittedCounters> now;
+  uint64_t host_heap_bytes = 0;  // live in heap and c10_cpu triples, as their counters now say
+};
+
+// read_counters() also lists in *freed the triples that freed something since the last snapshot.
+void read_counters(uint32_t triples_end, CountersRead* read, InternalArray<uint32_t>* freed) {
+  g_writer.counters.resize(triples_end);
+  int64_t host_heap_bytes = 0;
   for (uint32_t id = 1; id < triples_end; ++id) {
     const TripleEntry* triple = triple_get(static_cast<TripleId>(id));
+    if (triple == nullptr) break;  // the lookup is null only past the end read above
     // Frees are read before allocations so that a block born and freed during this read is never
     // seen freed but not allocated.
     EmittedCounters current;
@@ -541,28 +551,36 @@ void write_counters(FrameBuilder& frame, uint32_t triples_end, InternalArray<uin
     current.split_count = triple->split_count.load(std::memory_order_relaxed);
     current.alloc_count = triple->alloc_count.load(std::memory_order_relaxed);
     current.alloc_bytes = triple->alloc_bytes.load(std::memory_order_relaxed);
+    Domain domain = triple->site->domain;
+    if (domain == Domain::kHeap || domain == Domain::kC10Cpu) {
+      host_heap_bytes += static_cast<int64_t>(current.alloc_bytes - current.free_bytes);
+    }
     if (memcmp(&current, &g_writer.counters[id], sizeof(current)) == 0) continue;
     if (current.free_bytes != g_writer.counters[id].free_bytes) freed->push_back(id);
-    changed.push_back(id);
-    now.push_back(current);
+    read->changed.push_back(id);
+    read->now.push_back(current);
   }
-  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kCounters, changed.size());
+  read->host_heap_bytes = host_heap_bytes > 0 ? static_cast<uint64_t>(host_heap_bytes) : 0;
+}
+
+void write_counters(FrameBuilder& frame, CountersRead& read) {
+  FrameBuilder::SectionMark mark = frame.begin_list(SectionTag::kCounters, read.changed.size());
   uint32_t previous_id = 0;
-  for (size_t i = 0; i < changed.size(); ++i) {
-    EmittedCounters& before = g_writer.counters[changed[i]];
-    const EmittedCounters& after = now[i];
-    frame.varint(changed[i] - previous_id);
+  for (size_t i = 0; i < read.changed.size(); ++i) {
+    EmittedCounters& before = g_writer.counters[read.changed[i]];
+    const EmittedCounters& after = read.now[i];
+    frame.varint(read.changed[i] - previous_id);
     frame.varint(after.alloc_count - before.alloc_count);
     frame.varint(after.alloc_bytes - before.alloc_bytes);
     frame.varint(after.free_count - before.free_count);
     frame.varint(after.free_bytes - before.free_bytes);
     frame.varint(after.split_count - before.split_count);
     before = after;
-    previous_id = changed[i];
+    previous_id = read.changed[i];
   }
-  frame.end_list(mark, changed.size());
-  changed.release();
-  now.release();
+  frame.end_list(mark, read.changed.size());
+  read.changed.release();
+  read.now.release();
 }
 
 // mark_births_dirty() sets the triples whose cells are all recomputed: those that freed something
@@ -898,9 +916,12 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final, 
              (!final && g_writer.snapshots_since_key >= kKeySnapshotEvery &&
               g_writer.bytes_since_key >= 2 * key_estimate);
   if (key && g_writer.snapshots_written != 0) reset_emitted_state();
+  CountersRead counters;
+  InternalArray<uint32_t> freed_triples;
+  read_counters(triples_end, &counters, &freed_triples);
   FrameBuilder& frame = g_writer.frame;
   frame.start(key ? FrameType::kKeySnapshot : FrameType::kSnapshot);
-  write_info(frame, closed, reason, signal_number, final);
+  write_info(frame, closed, reason, signal_number, final, counters.host_heap_bytes);
   size_t definitions_begin = frame.size();
   write_modules(frame);
   write_interpreted_code(frame, codes_end);
@@ -910,8 +931,7 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final, 
   write_sites(frame, sites_end);
   write_triples(frame, triples_end);
   size_t definition_bytes = frame.size() - definitions_begin;
-  InternalArray<uint32_t> freed_triples;
-  write_counters(frame, triples_end, &freed_triples);
+  write_counters(frame, counters);
   write_births(frame, closed, triples_end, freed_triples);
   write_lifetimes(frame, freed_triples, sites_end);
   freed_triples.release();

@@ -26,71 +26,81 @@ namespace {
 
 // shutdown_start() is the snapshot (from 1) where a shutdown that ends at the teardown mark
 // `teardown` began freeing: a service that drains what it queued one write at a time frees for
-// longer than a second before main returns or exit() is called. It is where the heap blocks the
-// program holds (those tracked less those a runtime keeps on its free lists: a Python list of
-// tuples cleared at the end sends them there) began their fall to the mark, when they fell by at
-// least an eighth or by kLeastShutdownBlocks (a Python process holds hundreds of thousands of its
-// own), or by a fall that stands out of the run's own steps: at least kLeastQuietFall and eight
-// times the median step between the snapshots before it (a script that logged 800 records in 2.5 s
-// beside its interpreter's 20 000 blocks, and cleared them as it ended); else `teardown`.
-// The fall may pause once for a periodic snapshot: a few blocks made between it and the next (a
-// log line written while draining, the interpreter's first steps of finalizing after an atexit
-// handler cleared a cache and a snapshot fell in between). A snapshot the program asked for is
-// never passed over: a test harness takes one after its last test, so that what a test's fixture
-// freed before it is not read as a shutdown. In sampled mode the table holds one block per
-// recorded allocation, a few hundred, whose count moves by its square root from snapshot to
-// snapshot with no shutdown at all: each step of the fall must be twice that, the whole fall four
-// times, and no pause is passed over.
+// longer than a second before main returns or exit() is called. It is where what the program holds
+// began its fall to the mark, told by its heap blocks (those tracked less those a runtime keeps on
+// its free lists: a Python list of tuples cleared at the end sends them there) or, in exact mode,
+// by its heap bytes (a vector grown in one buffer and released before main returns frees one
+// block), each walked back on its own. A fall counts when it is at least an eighth, or
+// kLeastShutdownBlocks blocks (a Python process holds hundreds of thousands of its own), or when it
+// stands out of the run's own steps: at least kLeastQuietBlocks or kLeastQuietBytes and eight
+// times the median step between the snapshots before it (a script that logged 800 records in
+// 2.5 s beside its interpreter's 20 000 blocks, and cleared them as it ended); else the shutdown
+// is `teardown` itself. The fall may pause once for a periodic snapshot: a few blocks or kilobytes
+// made between it and the next (a log line written while draining, the interpreter's first steps
+// of finalizing after an atexit handler cleared a cache and a snapshot fell in between). A
+// snapshot the program asked for is never passed over: a test harness takes one after its last
+// test, so that what a test's fixture freed before it is not read as a shutdown. In sampled mode
+// the table holds one block per recorded allocation, a few hundred, whose count moves by its
+// square root from snapshot to snapshot with no shutdown at all: each step of the fall must be
+// twice that, the whole fall four times, no pause is passed over, and bytes, estimates, tell
+// nothing.
 uint32_t shutdown_start(const std::vector<SnapshotMark>& marks, uint32_t teardown, bool sampled) {
   constexpr uint64_t kLeastShutdownBlocks = 1024;
-  constexpr uint64_t kLeastQuietFall = 64;
-  constexpr size_t kLeastSteps = 4;  // to tell a run's median step
-  auto blocks = [&marks](uint32_t snapshot) {
-    const SnapshotMark& mark = marks[snapshot - 1];
-    return mark.tracked_blocks - std::min(mark.parked_blocks, mark.tracked_blocks);
-  };
-  // A fall that is part of the shutdown: any, or in sampled mode one above twice the noise.
-  auto fell_to = [&](uint32_t snapshot) {
-    uint64_t before = blocks(snapshot - 1);
-    if (before <= blocks(snapshot)) return false;
-    uint64_t fall = before - blocks(snapshot);
-    return !sampled || fall * fall >= 4 * before;
-  };
-  auto small_rise = [&](uint32_t from) {
-    uint64_t earlier = blocks(from - 1);
-    uint64_t slack = std::max<uint64_t>(64, earlier / 32);
-    return marks[from - 2].reason == SnapshotReason::kPeriodic && blocks(from) <= earlier + slack;
-  };
-  uint32_t start = teardown;
-  bool paused = sampled;  // a sampled count wanders: no pause is told from noise
-  while (start > 1 && teardown - start < kShutdownSnapshots) {
-    if (fell_to(start)) {
-      --start;
-    } else if (!paused && small_rise(start)) {
-      paused = true;
-      --start;
-    } else {
-      break;
+  constexpr uint64_t kLeastQuietBlocks = 64;
+  constexpr uint64_t kLeastQuietBytes = 16 << 10;
+  constexpr uint32_t kLeastSteps = 4;  // to tell a run's median step
+  using Measure = uint64_t (*)(const SnapshotMark&);
+  // from() is where the shutdown began as `measure` tells it, or 0 when it tells none.
+  auto from = [&](Measure measure, uint64_t least_pause_slack, uint64_t least_fall, uint64_t least_quiet_fall) -> uint32_t {
+    auto at = [&](uint32_t snapshot) { return measure(marks[snapshot - 1]); };
+    // A step that is part of the shutdown: any fall, or in sampled mode one above twice the noise.
+    auto fell_to = [&](uint32_t snapshot) {
+      uint64_t before = at(snapshot - 1);
+      if (before <= at(snapshot)) return false;
+      uint64_t fall = before - at(snapshot);
+      return !sampled || fall * fall >= 4 * before;
+    };
+    auto small_rise = [&](uint32_t snapshot) {
+      uint64_t earlier = at(snapshot - 1);
+      uint64_t slack = std::max<uint64_t>(least_pause_slack, earlier / 32);
+      return marks[snapshot - 2].reason == SnapshotReason::kPeriodic && at(snapshot) <= earlier + slack;
+    };
+    uint32_t start = teardown;
+    bool paused = sampled;  // a sampled count wanders: no pause is told from noise
+    while (start > 1 && teardown - start < kShutdownSnapshots) {
+      if (fell_to(start)) {
+        --start;
+      } else if (!paused && small_rise(start)) {
+        paused = true;
+        --start;
+      } else {
+        break;
+      }
     }
-  }
-  // The shutdown began where the blocks were most: a pause walked over last may have risen to it.
-  for (uint32_t later = start + 1; later < teardown; ++later) {
-    if (blocks(later) > blocks(start)) start = later;
-  }
-  if (blocks(start) <= blocks(teardown)) return teardown;
-  uint64_t fell = blocks(start) - blocks(teardown);
-  bool shut_down = fell * 8 >= blocks(start) || fell >= kLeastShutdownBlocks;
-  if (sampled) return shut_down && fell * fell >= 16 * blocks(start) ? start : teardown;
-  if (!shut_down && fell >= kLeastQuietFall && start > kLeastSteps) {
+    // The shutdown began where the measure was most: a pause walked over last may have risen to it.
+    for (uint32_t later = start + 1; later < teardown; ++later) {
+      if (at(later) > at(start)) start = later;
+    }
+    if (at(start) <= at(teardown)) return 0;
+    uint64_t fell = at(start) - at(teardown);
+    bool far = fell * 8 >= at(start) || fell >= least_fall;
+    if (sampled) return far && fell * fell >= 16 * at(start) ? start : 0;
+    if (far) return start;
+    if (fell < least_quiet_fall || start <= kLeastSteps) return 0;
     std::vector<uint64_t> steps;
     for (uint32_t snapshot = 2; snapshot <= start; ++snapshot) {
-      uint64_t before = blocks(snapshot - 1), after = blocks(snapshot);
+      uint64_t before = at(snapshot - 1), after = at(snapshot);
       steps.push_back(before > after ? before - after : after - before);
     }
     std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());
-    shut_down = fell >= 8 * steps[steps.size() / 2];
-  }
-  return shut_down ? start : teardown;
+    return fell >= 8 * steps[steps.size() / 2] ? start : 0;
+  };
+  Measure blocks = [](const SnapshotMark& mark) { return mark.tracked_blocks - std::min(mark.parked_blocks, mark.tracked_blocks); };
+  Measure bytes = [](const SnapshotMark& mark) { return mark.host_heap_bytes; };
+  if (uint32_t start = from(blocks, 64, kLeastShutdownBlocks, kLeastQuietBlocks)) return start;
+  if (sampled) return teardown;
+  uint32_t start = from(bytes, 64 << 10, UINT64_MAX, kLeastQuietBytes);
+  return start != 0 ? start : teardown;
 }
 
 }  // namespace

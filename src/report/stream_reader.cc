@@ -291,7 +291,8 @@ std::vector<SnapshotMark> StreamReader::skim_snapshots() {
     if (cursor.type() == static_cast<uint32_t>(FrameType::kProcess)) continue;
     // INFO comes first: tag, padded length, then epoch, time, wall time, reason, signal, final,
     // seven RSS figures, leakscope's own memory, the heap blocks tracked, then (in newer streams)
-    // the reserved bytes, budget stage, peak own memory, device tracking and the blocks parked.
+    // the reserved bytes, budget stage, peak own memory, device tracking, the blocks parked and the
+    // host heap bytes.
     const uint8_t* field = cursor.payload().data();
     const uint8_t* end = field + cursor.payload().size();
     uint64_t tag = 0, length = 0, epoch = 0, time = 0, wall = 0, reason = 0, signal = 0, final = 0;
@@ -308,11 +309,13 @@ std::vector<SnapshotMark> StreamReader::skim_snapshots() {
     bool figures = true;
     for (int i = 0; i < 8 && figures; ++i) figures = varint_get(&field, end, &figure);
     if (!figures || !varint_get(&field, end, &blocks)) blocks = 0;  // damage, said when the snapshot is read
-    uint64_t parked = 0;
+    uint64_t parked = 0, heap_bytes = 0;
     bool later = true;
     for (int i = 0; i < 4 && later; ++i) later = varint_get(&field, end, &figure);
     if (!later || !varint_get(&field, end, &parked) || parked > blocks) parked = 0;
-    marks.push_back({static_cast<SnapshotReason>(reason), static_cast<uint32_t>(signal), final != 0, time, blocks, parked});
+    if (!later || !varint_get(&field, end, &heap_bytes)) heap_bytes = 0;
+    marks.push_back({static_cast<SnapshotReason>(reason), static_cast<uint32_t>(signal), final != 0, time, blocks, parked,
+                     heap_bytes});
   }
   return marks;
 }

@@ -42,6 +42,7 @@ struct SnapshotMark {
   uint64_t time_ns;
   uint64_t tracked_blocks;  // heap blocks in the allocation table (INFO)
   uint64_t parked_blocks;   // of those, kept on a runtime's free lists (INFO; 0 in older streams)
+  uint64_t host_heap_bytes;  // live in the heap and c10_cpu domains (INFO; 0 in older streams)
 };
 
 // A stretch of the file that could not be read, and where reading went on.

@@ -192,6 +192,21 @@ TEST(JudgedRun, VectorThatKeepsGrowingIsALeak) {
   EXPECT_EQ(leak_functions(judged.report).size(), 1u);
 }
 
+// The same log let go of as main ends: the shutdown frees one block of the program's few hundred,
+// told by its bytes. Before, the run was judged at main's return and the log was not there.
+TEST(JudgedRun, VectorReleasedAsMainEndsIsStillALeak) {
+  Judged judged = judge({fixture("growing_vector"), "2500", "release"});
+  ASSERT_EQ(judged.run.out, "events=2500 capacity=4096\n");
+  EXPECT_NE(judged.report["snapshot_chosen"].get<std::string>().find("after a shutdown that freed from"), std::string::npos)
+      << judged.report["snapshot_chosen"];
+  nlohmann::json log = group_named(judged.report, "record_event");
+  EXPECT_EQ(log["verdict"], "leak") << log["reason"];
+  EXPECT_EQ(log["live_bytes"], 4096 * 1024);
+  EXPECT_EQ(log["live_blocks"], 1);
+  EXPECT_EQ(log["freed_at_exit_bytes"], 4096 * 1024);
+  EXPECT_EQ(leakscope({"check", judged.file}).exit_code, 1);
+}
+
 TEST(JudgedRun, BoundedLruIsACacheBesideAnUnboundedMemoThatLeaks) {
   Judged judged = judge({fixture("lru_beside_memo"), "800"});
   nlohmann::json memo = group_named(judged.report, "price_of");

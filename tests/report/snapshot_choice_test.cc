@@ -18,10 +18,10 @@ std::vector<SnapshotMark> run(const std::vector<uint64_t>& blocks, uint64_t at_m
   std::vector<SnapshotMark> marks;
   for (size_t i = 0; i < blocks.size(); ++i) {
     SnapshotReason reason = i < reasons.size() ? reasons[i] : SnapshotReason::kPeriodic;
-    marks.push_back(SnapshotMark{reason, 0, false, (i + 1) * 100'000'000ull, blocks[i], 0});
+    marks.push_back(SnapshotMark{reason, 0, false, (i + 1) * 100'000'000ull, blocks[i], 0, 0});
   }
-  marks.push_back(SnapshotMark{SnapshotReason::kTeardown, 0, false, (blocks.size() + 1) * 100'000'000ull, at_mark, 0});
-  marks.push_back(SnapshotMark{SnapshotReason::kExit, 0, true, (blocks.size() + 2) * 100'000'000ull, 1000, 0});
+  marks.push_back(SnapshotMark{SnapshotReason::kTeardown, 0, false, (blocks.size() + 1) * 100'000'000ull, at_mark, 0, 0});
+  marks.push_back(SnapshotMark{SnapshotReason::kExit, 0, true, (blocks.size() + 2) * 100'000'000ull, 1000, 0, 0});
   return marks;
 }
 
@@ -93,6 +93,19 @@ TEST(ShutdownChoice, BlocksParkedOnFreeListsAreNotTheProgramsOwn) {
   EXPECT_EQ(shutdown_of(marks), 25u);
   marks[25].parked_blocks = 0;
   EXPECT_EQ(shutdown_of(marks), 0u);
+}
+
+// A vector grown in one buffer and released as main ends frees one block: the fall is told by
+// the heap bytes, in exact mode only.
+TEST(ShutdownChoice, OneLargeBlockFreedIsAShutdownToldByItsBytes) {
+  std::vector<uint64_t> blocks = steady_logging(25);
+  std::vector<SnapshotMark> marks = run(blocks, blocks.back() + 3);
+  for (size_t i = 0; i < 25; ++i) marks[i].host_heap_bytes = 300'000 + (uint64_t{1} << (12 + i / 3));
+  marks[25].host_heap_bytes = 300'000;
+  EXPECT_EQ(shutdown_of(marks), 25u);
+  EXPECT_EQ(choose_snapshot(SnapshotChoice{}, marks, "run.lsc", 512 * 1024).shutdown, 0u) << "sampled";
+  marks[25].host_heap_bytes = marks[24].host_heap_bytes - 8'000;
+  EXPECT_EQ(shutdown_of(marks), 0u) << "less than the least fall";
 }
 
 // In sampled mode the table holds a few dozen recorded blocks, whose count wanders by its square
