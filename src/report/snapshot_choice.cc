@@ -154,7 +154,7 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
           chosen.shutdown = shutdown;
           chosen.earlier = chosen.teardown - 1;
           chosen.earliest = shutdown;
-          chosen.why = fmt::format("{}, after a shutdown that freed from {:.1f} s; each site at its largest since then, judged as "
+          chosen.why = fmt::format("{}, after a shutdown that freed what the program held at {:.1f} s; each site at its largest since then, judged as "
                                    "of then",
                                    mark, static_cast<double>(marks[shutdown - 1].time_ns) / 1e9);
         } else {

@@ -123,7 +123,7 @@ TEST(JudgedRun, LeakDrainedByASlowShutdownIsStillALeak) {
   ASSERT_EQ(judged.run.out.rfind("events=", 0), 0u) << judged.run.out;
   int64_t events = std::stoll(judged.run.out.substr(7));
   const nlohmann::json& document = judged.report;
-  EXPECT_NE(document["snapshot_chosen"].get<std::string>().find("after a shutdown that freed from"), std::string::npos)
+  EXPECT_NE(document["snapshot_chosen"].get<std::string>().find("after a shutdown that freed what the program held at"), std::string::npos)
       << document["snapshot_chosen"];
   nlohmann::json log = group_named(document, "record_event");
   EXPECT_EQ(log["verdict"], "leak") << log["reason"];
@@ -197,7 +197,7 @@ TEST(JudgedRun, VectorThatKeepsGrowingIsALeak) {
 TEST(JudgedRun, VectorReleasedAsMainEndsIsStillALeak) {
   Judged judged = judge({fixture("growing_vector"), "2500", "release"});
   ASSERT_EQ(judged.run.out, "events=2500 capacity=4096\n");
-  EXPECT_NE(judged.report["snapshot_chosen"].get<std::string>().find("after a shutdown that freed from"), std::string::npos)
+  EXPECT_NE(judged.report["snapshot_chosen"].get<std::string>().find("after a shutdown that freed what the program held at"), std::string::npos)
       << judged.report["snapshot_chosen"];
   nlohmann::json log = group_named(judged.report, "record_event");
   EXPECT_EQ(log["verdict"], "leak") << log["reason"];
@@ -499,7 +499,7 @@ TEST(JudgedRun, PythonServiceThatClearsItsLeakAsItShutsDownStillShowsIt) {
 TEST(JudgedRun, PythonQueueDrainedSlowlyAtExitIsALeak) {
   Judged judged = judge({kPython, fixture_source("event_queue_drained_at_exit.py"), "2000"});
   ASSERT_EQ(judged.run.out, "events 2000\n");
-  EXPECT_NE(judged.report["snapshot_chosen"].get<std::string>().find("after a shutdown that freed from"), std::string::npos)
+  EXPECT_NE(judged.report["snapshot_chosen"].get<std::string>().find("after a shutdown that freed what the program held at"), std::string::npos)
       << judged.report["snapshot_chosen"];
   int line = marker_line("event_queue_drained_at_exit.py", "the leak");
   int64_t bodies = 0;
@@ -529,7 +529,7 @@ TEST(JudgedRun, SmallPythonLogClearedAtTheEndIsStillALeak) {
   constexpr int kRequests = 800;
   Judged judged = judge({kPython, fixture_source("request_log_cleared_at_exit.py"), std::to_string(kRequests)});
   ASSERT_EQ(judged.run.out, "served 800\n");
-  EXPECT_NE(judged.report["snapshot_chosen"].get<std::string>().find("after a shutdown that freed from"), std::string::npos)
+  EXPECT_NE(judged.report["snapshot_chosen"].get<std::string>().find("after a shutdown that freed what the program held at"), std::string::npos)
       << judged.report["snapshot_chosen"];
   int line = marker_line("request_log_cleared_at_exit.py", "the leak");
   int64_t records = 0;
