@@ -167,6 +167,7 @@ struct WriterState {
   InternalArray<uint8_t> module_unload_emitted;
   InternalArray<EmittedThread> threads;  // by slot
   InternalArray<EmittedCounters> counters;
+  int64_t host_heap_bytes = 0;  // the counters' heap and c10_cpu bytes, as last emitted
   InternalArray<uint32_t> site_slot;  // write_lifetimes(): site id -> its slot + 1, 0 between uses
   // The depot's stack tails as nodes. Kept for the process's life, across key snapshots and into
   // forked children, like the depot it mirrors: a new stream only says the nodes again.
@@ -533,13 +534,13 @@ void write_triples(FrameBuilder& frame, uint32_t triples_end) {
 struct CountersRead {
   InternalArray<uint32_t> changed;
   InternalArray<EmittedCounters> now;
-  uint64_t host_heap_bytes = 0;  // live in heap and c10_cpu triples, as their counters now say
+  int64_t host_heap_bytes = 0;  // live in heap and c10_cpu triples, as their counters now say
 };
 
 // read_counters() also lists in *freed the triples that freed something since the last snapshot.
 void read_counters(uint32_t triples_end, CountersRead* read, InternalArray<uint32_t>* freed) {
   g_writer.counters.resize(triples_end);
-  int64_t host_heap_bytes = 0;
+  int64_t host_heap_moved = 0;
   for (uint32_t id = 1; id < triples_end; ++id) {
     const TripleEntry* triple = triple_get(static_cast<TripleId>(id));
     if (triple == nullptr) break;  // the lookup is null only past the end read above
@@ -551,16 +552,18 @@ void read_counters(uint32_t triples_end, CountersRead* read, InternalArray<uint3
     current.split_count = triple->split_count.load(std::memory_order_relaxed);
     current.alloc_count = triple->alloc_count.load(std::memory_order_relaxed);
     current.alloc_bytes = triple->alloc_bytes.load(std::memory_order_relaxed);
+    const EmittedCounters& before = g_writer.counters[id];
+    if (memcmp(&current, &before, sizeof(current)) == 0) continue;
+    if (current.free_bytes != before.free_bytes) freed->push_back(id);
     Domain domain = triple->site->domain;
     if (domain == Domain::kHeap || domain == Domain::kC10Cpu) {
-      host_heap_bytes += static_cast<int64_t>(current.alloc_bytes - current.free_bytes);
+      host_heap_moved += static_cast<int64_t>(current.alloc_bytes - before.alloc_bytes) -
+                         static_cast<int64_t>(current.free_bytes - before.free_bytes);
     }
-    if (memcmp(&current, &g_writer.counters[id], sizeof(current)) == 0) continue;
-    if (current.free_bytes != g_writer.counters[id].free_bytes) freed->push_back(id);
     read->changed.push_back(id);
     read->now.push_back(current);
   }
-  read->host_heap_bytes = host_heap_bytes > 0 ? static_cast<uint64_t>(host_heap_bytes) : 0;
+  read->host_heap_bytes = g_writer.host_heap_bytes + host_heap_moved;
 }
 
 void write_counters(FrameBuilder& frame, CountersRead& read) {
@@ -579,6 +582,7 @@ void write_counters(FrameBuilder& frame, CountersRead& read) {
     previous_id = read.changed[i];
   }
   frame.end_list(mark, read.changed.size());
+  g_writer.host_heap_bytes = read.host_heap_bytes;
   read.changed.release();
   read.now.release();
 }
@@ -796,6 +800,7 @@ void reset_emitted_state() {
   // still flagged as following another.
   for (size_t slot = 0; slot < g_writer.threads.size(); ++slot) g_writer.threads[slot].tid = -1;
   g_writer.counters.clear();
+  g_writer.host_heap_bytes = 0;
   g_writer.site_slot.clear();
   g_writer.births.clear();
   g_writer.births_fresh_from = 0;
@@ -921,7 +926,8 @@ int snapshot_writer_write(SnapshotReason reason, int signal_number, bool final, 
   read_counters(triples_end, &counters, &freed_triples);
   FrameBuilder& frame = g_writer.frame;
   frame.start(key ? FrameType::kKeySnapshot : FrameType::kSnapshot);
-  write_info(frame, closed, reason, signal_number, final, counters.host_heap_bytes);
+  write_info(frame, closed, reason, signal_number, final,
+             counters.host_heap_bytes > 0 ? static_cast<uint64_t>(counters.host_heap_bytes) : 0);
   size_t definitions_begin = frame.size();
   write_modules(frame);
   write_interpreted_code(frame, codes_end);

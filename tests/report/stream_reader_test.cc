@@ -209,6 +209,25 @@ TEST(StreamReader, ThreadsSharingASlotEachKeepTheirBirths) {
   EXPECT_EQ(state.threads()[2].tid, 11);
 }
 
+// The skim reads INFO's later fields where a snapshot has them (the blocks parked on free lists,
+// the heap bytes) and reads nothing of the sections after an older INFO that ends before them.
+TEST(StreamReader, SkimReadsInfosLaterFieldsOnlyWhereTheyAre) {
+  std::string older = two_snapshots();
+  Bytes newer_info = info(2, 3000000000, false);  // 9 figures: RSS, own memory, 36 864 blocks
+  newer_info.varint(0).varint(0).varint(0).varint(0).varint(5000).varint(123456);
+  Bytes newer;
+  newer.section(SectionTag::kInfo, newer_info);
+  newer.section(SectionTag::kCounters, Bytes().varint(1).varint(1).varint(1).varint(50).varint(0).varint(0).varint(0));
+  StreamReader reader(write_temp(older + frame(FrameType::kSnapshot, newer.str())));
+  std::vector<SnapshotMark> marks = reader.skim_snapshots();
+  ASSERT_EQ(marks.size(), 3u);
+  EXPECT_EQ(marks[0].tracked_blocks, 4096u * 9);
+  EXPECT_EQ(marks[0].parked_blocks, 0u) << "not read from the STACKS section after it";
+  EXPECT_EQ(marks[0].host_heap_bytes, 0u);
+  EXPECT_EQ(marks[2].parked_blocks, 5000u);
+  EXPECT_EQ(marks[2].host_heap_bytes, 123456u);
+}
+
 TEST(StreamReader, UnknownSectionsAreSkipped) {
   Bytes snapshot;
   snapshot.section(SectionTag::kInfo, info(0, 5, false));
