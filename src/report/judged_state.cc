@@ -16,6 +16,7 @@ constexpr int64_t kLeastGrownBytes = 4096;
 void JudgedCapture::observe(const RunState& state) {
   uint32_t index = state.snapshot_count();
   if (done_ || index == 0) return;
+  if (index == at_.midway && index < at_.earliest) observe_midway(state);
   if (at_.earlier != 0 && index >= at_.earliest && index <= at_.earlier) {
     observe_earlier(state, index);
     return;
@@ -26,6 +27,14 @@ void JudgedCapture::observe(const RunState& state) {
   devices_ = state.devices();
   inner_bytes_ = state.inner_bytes_by_site();
   judge(state);
+}
+
+void JudgedCapture::observe_midway(const RunState& state) {
+  TriplesBySite triples(state);
+  midway_bytes_.grow(state.sites().size());
+  for (uint32_t id = 1; id < state.sites().size(); ++id) {
+    if (triples.live(id)) midway_bytes_[id] = triples.live_bytes(id);
+  }
 }
 
 void JudgedCapture::observe_earlier(const RunState& state, uint32_t index) {
@@ -47,6 +56,15 @@ void JudgedCapture::observe_earlier(const RunState& state, uint32_t index) {
       if (bin.bytes != 0 && born_s < first_half_s) held_early += bin.bytes;
     }
     bool grew_all_along = held >= kLeastGrownBytes && held_early * 4 >= held;
+    // A block re-allocated ever larger (a growing bytearray or vector) is born anew at each
+    // growth, perhaps in this very epoch: it grew all along when it holds half as much again as
+    // midway, and it is held whole, not in flight.
+    int64_t midway = id < midway_bytes_.size() ? midway_bytes_[id] : 0;
+    int64_t live = triples.live_bytes(id);
+    if (!grew_all_along && midway > 0 && live >= kLeastGrownBytes && 2 * live >= 3 * midway) {
+      grew_all_along = true;
+      held = live;
+    }
     EarlierSite& earlier = earlier_[id];
     // Still shrinking: the run keeps its start. Otherwise a run may start here.
     bool run_starts = earlier.seen_at == 0 || held >= earlier.latest_held;
@@ -99,6 +117,7 @@ void JudgedCapture::judge(const RunState& state) {
   }
   earlier_ = {};
   earlier_sites_ = {};
+  midway_bytes_ = {};
   std::vector<CapturedSite*> kept;
   for (CapturedSite& site : sites) kept.push_back(&site);
   captures.compact(kept, true);

@@ -13,8 +13,10 @@
 // Otherwise it is taken from the mark. That hides no leak, and blocks that were merely in flight
 // at an earlier snapshot (a loop's temporaries) are not revived. Before exit() or
 // finalization only a site that grew all along is taken from before (at least 4 KiB held there, a
-// quarter of it born in the first half of its life): the locals of functions that returned, a
-// request loop's cache among them, are gone as they would be at any other moment. Captures of the
+// quarter of it born in the first half of its life, or, for blocks re-allocated ever larger, which
+// are born anew at each growth, at least half as much again as it held midway to the shutdown):
+// the locals of functions that returned, a request loop's cache among them, are gone as they would
+// be at any other moment. Captures of the
 // shutdown's snapshots are kept only where a site's run may start (report/site_capture.h), so
 // memory stays one capture per site and not one per snapshot.
 #ifndef LEAKSCOPE_REPORT_JUDGED_STATE_H_
@@ -59,6 +61,7 @@ class JudgedCapture {
   const std::array<int64_t, internal::kDomainCount>& live_bytes_by_domain() const { return by_domain_; }
 
  private:
+  void observe_midway(const RunState& state);
   void observe_earlier(const RunState& state, uint32_t index);
   void judge(const RunState& state);
 
@@ -71,7 +74,7 @@ class JudgedCapture {
     int64_t run_start_held = 0;
     int64_t latest_held = 0;  // at the latest snapshot of the shutdown
     // It held at least 4 KiB at its run's start, a quarter of it born in the first half of its
-    // life so far.
+    // life so far or half as much again as it held midway.
     bool run_start_grew_all_along = false;
     uint32_t seen_at = 0;  // the latest snapshot that had it
   };
@@ -81,6 +84,7 @@ class JudgedCapture {
   SnapshotInfo info_;
   // Chunked: there may be a few hundred thousand of each, grown snapshot by snapshot.
   ChunkedVector<EarlierSite> earlier_;         // by site id
+  ChunkedVector<int64_t> midway_bytes_;        // by site id: live bytes at the snapshot midway to the shutdown
   ChunkedVector<CapturedSite> earlier_sites_;  // their details in judged_.captures
   JudgedSites judged_;
   std::array<int64_t, internal::kDomainCount> by_domain_{};

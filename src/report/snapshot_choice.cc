@@ -154,6 +154,12 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
           chosen.shutdown = shutdown;
           chosen.earlier = chosen.teardown - 1;
           chosen.earliest = shutdown;
+          uint64_t half = marks[shutdown - 1].time_ns / 2;
+          chosen.midway = 1;
+          for (uint32_t i = 1; i < shutdown; ++i) {
+            auto distance = [&](uint32_t at) { return std::max(marks[at - 1].time_ns, half) - std::min(marks[at - 1].time_ns, half); };
+            if (distance(i) < distance(chosen.midway)) chosen.midway = i;
+          }
           chosen.why = fmt::format("{}, after a shutdown that freed what the program held at {:.1f} s; each site at its largest since then, judged as "
                                    "of then",
                                    mark, static_cast<double>(marks[shutdown - 1].time_ns) / 1e9);

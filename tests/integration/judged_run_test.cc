@@ -552,6 +552,36 @@ TEST(JudgedRun, SmallPythonLogClearedAtTheEndIsStillALeak) {
   EXPECT_EQ(leakscope({"check", judged.file}).exit_code, 1);
 }
 
+// A log kept in one buffer re-allocated ever larger, cleared as the script ends: its bytes are
+// born at its latest growth, yet it held half as much again as midway, so it is taken from where
+// the shutdown began. Before, it was judged at the mark, where the log was gone.
+TEST(JudgedRun, PythonBytearrayLogClearedAtTheEndIsStillALeak) {
+  Judged judged = judge({kPython, fixture_source("access_log_cleared_at_exit.py"), "1000"});
+  ASSERT_EQ(judged.run.out, "logged 52000\n");
+  int line = marker_line("access_log_cleared_at_exit.py", "the leak");
+  int64_t logs = 0;
+  for (const auto& site : judged.report["sites"]) {
+    bool at_line = false;
+    for (const auto& frame : site["frames"]) {
+      if (frame["language"] == "python") {
+        at_line = frame["line"] == line;
+        break;
+      }
+    }
+    if (!at_line || site["live_bytes"] < 4096) continue;
+    ++logs;
+    EXPECT_EQ(site["verdict"], "leak") << site.dump();
+    EXPECT_EQ(site["live_blocks"], 1);
+    // As of where the shutdown began, less the lines of its last interval; a bytearray grows its
+    // buffer by an eighth over what it needs.
+    EXPECT_GE(site["live_bytes"], 52000 * 3 / 4);
+    EXPECT_LE(site["live_bytes"], 52000 * 9 / 8 + 64);
+    EXPECT_EQ(site["freed_at_exit_bytes"], site["live_bytes"]);
+  }
+  EXPECT_EQ(logs, 1);
+  EXPECT_EQ(leakscope({"check", judged.file}).exit_code, 1);
+}
+
 TEST(JudgedRun, TorchLeakAfterImportTorchInAShortRunIsALeak) {
   if (!python_has_torch()) GTEST_SKIP() << "python3-torch is not installed (scripts/install_deps.sh installs it)";
   // 300 outputs leave the leak 4.5 s to grow in after the import, enough snapshots even where a

@@ -38,6 +38,11 @@ uint32_t shutdown_of(const std::vector<SnapshotMark>& marks) {
 
 TEST(ShutdownChoice, AFallIntoTheMarkIsAShutdownFromWhereItBegan) {
   EXPECT_EQ(shutdown_of(run({100'000, 120'000, 150'000, 140'000, 130'000}, 110'000)), 3u);
+  std::vector<uint64_t> longer(20, 100'000);
+  longer.push_back(150'000);
+  ChosenSnapshot chosen = choose_snapshot(SnapshotChoice{}, run(longer, 110'000), "run.lsc");
+  EXPECT_EQ(chosen.shutdown, 21u);
+  EXPECT_EQ(chosen.midway, 10u) << "the snapshot nearest half the shutdown's time (1.05 s)";
   EXPECT_EQ(shutdown_of(run({100'000, 120'000, 150'000, 150'000}, 150'000)), 0u) << "nothing fell";
   EXPECT_EQ(shutdown_of(run({100'000, 120'000, 150'000}, 149'900)), 0u) << "too little fell to be a shutdown";
 }
