@@ -155,9 +155,9 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
           chosen.earlier = chosen.teardown - 1;
           chosen.earliest = shutdown;
           uint64_t half = marks[shutdown - 1].time_ns / 2;
+          auto distance = [&](uint32_t at) { return std::max(marks[at - 1].time_ns, half) - std::min(marks[at - 1].time_ns, half); };
           chosen.midway = 1;
-          for (uint32_t i = 1; i < shutdown; ++i) {
-            auto distance = [&](uint32_t at) { return std::max(marks[at - 1].time_ns, half) - std::min(marks[at - 1].time_ns, half); };
+          for (uint32_t i = 2; i < shutdown; ++i) {
             if (distance(i) < distance(chosen.midway)) chosen.midway = i;
           }
           chosen.why = fmt::format("{}, after a shutdown that freed what the program held at {:.1f} s; each site at its largest since then, judged as "

@@ -82,6 +82,19 @@ std::vector<std::string> leak_functions(const nlohmann::json& document) {
   return functions;
 }
 
+// sites_at_python_line() lists the sites whose innermost Python frame is at `line`.
+std::vector<nlohmann::json> sites_at_python_line(const nlohmann::json& document, int line) {
+  std::vector<nlohmann::json> found;
+  for (const auto& site : document["sites"]) {
+    for (const auto& frame : site["frames"]) {
+      if (frame["language"] != "python") continue;
+      if (frame["line"] == line) found.push_back(site);
+      break;
+    }
+  }
+  return found;
+}
+
 bool python_has_torch() {
   static const bool has = run_program({kPython, "-c", "import torch"}, {{"LD_PRELOAD", ""}}).exit_code == 0;
   return has;
@@ -503,15 +516,7 @@ TEST(JudgedRun, PythonQueueDrainedSlowlyAtExitIsALeak) {
       << judged.report["snapshot_chosen"];
   int line = marker_line("event_queue_drained_at_exit.py", "the leak");
   int64_t bodies = 0;
-  for (const auto& site : judged.report["sites"]) {
-    const nlohmann::json* frame = nullptr;
-    for (const auto& each : site["frames"]) {
-      if (each["language"] == "python") {
-        frame = &each;
-        break;
-      }
-    }
-    if (frame == nullptr || (*frame)["line"] != line) continue;
+  for (const auto& site : sites_at_python_line(judged.report, line)) {
     EXPECT_EQ(site["verdict"], "leak") << site.dump();
     int64_t blocks = site["live_blocks"], bytes = site["live_bytes"];
     if (bytes >= 160 * blocks && bytes < 400 * blocks) bodies += blocks;  // the bytearrays' buffers
@@ -533,19 +538,18 @@ TEST(JudgedRun, SmallPythonLogClearedAtTheEndIsStillALeak) {
       << judged.report["snapshot_chosen"];
   int line = marker_line("request_log_cleared_at_exit.py", "the leak");
   int64_t records = 0;
-  for (const auto& site : judged.report["sites"]) {
-    bool at_line = false;
-    for (const auto& frame : site["frames"]) {
-      if (frame["language"] == "python") {
-        at_line = frame["line"] == line;
-        break;
-      }
-    }
-    if (!at_line) continue;
+  int64_t list_buffers = 0;
+  for (const auto& site : sites_at_python_line(judged.report, line)) {
     EXPECT_EQ(site["verdict"], "leak") << site.dump();
-    EXPECT_EQ(site["live_bytes"], 64 * site["live_blocks"].get<int64_t>()) << "one 64-byte tuple a record";
-    records += site["live_blocks"].get<int64_t>();
+    int64_t blocks = site["live_blocks"], bytes = site["live_bytes"];
+    if (blocks == 1 && bytes > 64) {
+      ++list_buffers;  // the list's array of its items, re-allocated ever larger
+      continue;
+    }
+    EXPECT_EQ(bytes, 64 * blocks) << "one 64-byte tuple a record";
+    records += blocks;
   }
+  EXPECT_LE(list_buffers, 1);
   // Less those of the last interval before the end, and those the free list held at the start.
   EXPECT_GE(records, kRequests * 3 / 4);
   EXPECT_LE(records, kRequests);
@@ -560,15 +564,8 @@ TEST(JudgedRun, PythonBytearrayLogClearedAtTheEndIsStillALeak) {
   ASSERT_EQ(judged.run.out, "logged 52000\n");
   int line = marker_line("access_log_cleared_at_exit.py", "the leak");
   int64_t logs = 0;
-  for (const auto& site : judged.report["sites"]) {
-    bool at_line = false;
-    for (const auto& frame : site["frames"]) {
-      if (frame["language"] == "python") {
-        at_line = frame["line"] == line;
-        break;
-      }
-    }
-    if (!at_line || site["live_bytes"] < 4096) continue;
+  for (const auto& site : sites_at_python_line(judged.report, line)) {
+    if (site["live_bytes"] < 4096) continue;
     ++logs;
     EXPECT_EQ(site["verdict"], "leak") << site.dump();
     EXPECT_EQ(site["live_blocks"], 1);
