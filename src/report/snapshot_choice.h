@@ -5,9 +5,9 @@
 //              the snapshot marking where exit() was called, the interpreter began finalizing or
 //              main returned; as main's own locals are gone by its return, and a service clears
 //              what it kept as it shuts down before it exits, a program still freeing as it
-//              reached the mark (the heap blocks tracked fell steadily into it) has each site
-//              taken from where that shutdown began or a snapshot since, where it held most, and
-//              judged as of the shutdown's start (report/judged_state.h); otherwise sites are as
+//              reached the mark (the heap blocks or bytes it holds fell steadily into it) has
+//              each site taken from where that shutdown began or a snapshot since, where it held
+//              most, and judged as of the shutdown's start (report/judged_state.h); otherwise sites are as
 //              at the mark; the final snapshot when the stream has no teardown mark (a
 //              fatal signal, _exit, exec, or killed);
 //   N          the N-th snapshot, counting from 1;
