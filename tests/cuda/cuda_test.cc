@@ -322,7 +322,7 @@ TEST(Cuda, EachDeviceHasItsOwnPeakBesideTheirSum) {
 }
 
 TEST(Cuda, ADeviceThatRisesWhileTheSumDoesNotIsSeenAtItsPeak) {
-  // 128 MiB held on device 0 for half a second, then on device 1, then on device 0 again,
+  // 128 MiB held on device 0 for a second, then on device 1, then on device 0 again,
   // between periodic snapshots 4 s apart: once device 0's rise was seen, the devices' sum never
   // rises again, and device 1's own high-water bar asks for the snapshot that sees it.
   auto device_peaks = [](const std::string& file, const std::string& high_water) {
