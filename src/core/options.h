@@ -60,7 +60,7 @@ size_t options_format_size(uint64_t bytes, char* out, size_t size);
 // The smallest max_memory: leakscope's tables start with about 8 MiB.
 constexpr uint64_t kMinMemoryBudget = uint64_t{16} << 20;
 
-// parse_size_bytes() reads "0", "4096", "512KiB", "64K", "1MB", "2GiB" (multiples are binary).
+// parse_size_bytes() reads "0", "4096", "512KiB", "64K", "1MB", "2GiB", "1TiB" (multiples are binary).
 // Returns false on malformed text.
 bool parse_size_bytes(const char* text, size_t length, uint64_t* out);
 

@@ -16,9 +16,8 @@
 // quarter of it born in the first half of its life, or, for blocks re-allocated ever larger, which
 // are born anew at each growth, at least half as much again as it held midway to the shutdown):
 // the locals of functions that returned, a request loop's cache among them, are gone as they would
-// be at any other moment. Captures of the
-// shutdown's snapshots are kept only where a site's run may start (report/site_capture.h), so
-// memory stays one capture per site and not one per snapshot.
+// be at any other moment. Captures of the shutdown's snapshots are kept only where a site's run may
+// start (report/site_capture.h), so memory stays one capture per site and not one per snapshot.
 #ifndef LEAKSCOPE_REPORT_JUDGED_STATE_H_
 #define LEAKSCOPE_REPORT_JUDGED_STATE_H_
 
