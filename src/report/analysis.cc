@@ -11,6 +11,7 @@
 #include "report/device_layers.h"
 #include "report/group_keys.h"
 #include "report/judged_state.h"
+#include "report/report_passes.h"
 #include "report/suppressions.h"
 #include "report/units.h"
 
@@ -47,25 +48,6 @@ constexpr double kMinUntrackedBytes = 4 << 20;
 
 // An owner grows when it holds at least this share of the growth of all the program's leaks.
 constexpr double kLeastOwnerShare = 0.01;
-
-int verdict_rank(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kLeak: return 0;
-    case Verdict::kCache: return 1;
-    case Verdict::kStartup: return 2;
-    case Verdict::kUnknown: return 3;
-  }
-  return 3;
-}
-
-// Leaks first by growth rate, then caches, startup residents and unknown sites by live bytes.
-template <typename Ranked>
-bool ranks_before(const Ranked& a, int64_t a_bytes, const Ranked& b, int64_t b_bytes) {
-  int rank_a = verdict_rank(a.verdict), rank_b = verdict_rank(b.verdict);
-  if (rank_a != rank_b) return rank_a < rank_b;
-  if (rank_a == 0 && a.growth_bytes_per_min != b.growth_bytes_per_min) return a.growth_bytes_per_min > b.growth_bytes_per_min;
-  return a_bytes > b_bytes;
-}
 
 // stable_order() is the order that a stable sort of `items` by `before` would give them, as
 // indices: sorting those moves 4 bytes per item, not the items.
@@ -439,7 +421,7 @@ void build_peak_holders(RunAnalysis& analysis, PeakReport* peak, const PeakCaptu
   for (const auto& [site, bytes] : capture.sites) {
     NamedKey key = key_of(site);
     auto [found, inserted] = by_key.emplace(key.key, holders.size());
-    if (inserted) holders.push_back({key.frame, 0, SIZE_MAX});
+    if (inserted) holders.push_back({key.frame, 0, SIZE_MAX, site});
     holders[found->second].bytes += bytes;
   }
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
@@ -509,10 +491,18 @@ std::unique_ptr<RunAnalysis> analyze_run(const std::string& path, const Analysis
 }
 
 std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOptions& options) {
-  auto analysis = std::make_unique<RunAnalysis>();
   std::vector<SnapshotMark> marks = reader.skim_snapshots();
-  analysis->at = choose_snapshot(options.at, marks, reader.path(), sample_interval_of(reader.path()));
+  ChosenSnapshot at = choose_snapshot(options.at, marks, reader.path(), sample_interval_of(reader.path()));
+  if (options.site_memory != 0 && options.top != 0) return analyze_in_parts(reader, at, marks, options);
+  return analyze_sites(reader, at, marks, options, nullptr, true);
+}
+
+std::unique_ptr<RunAnalysis> analyze_sites(StreamReader& reader, const ChosenSnapshot& at, const std::vector<SnapshotMark>& marks,
+                                           const AnalysisOptions& options, std::function<bool(uint32_t stack)> keep, bool warn) {
+  auto analysis = std::make_unique<RunAnalysis>();
+  analysis->at = at;
   uint32_t judged = analysis->at.index;
+  if (keep) analysis->state.keep_sites_of(std::move(keep));
   analysis->state.keep_leak_checks_until(judged);
   analysis->series = std::make_unique<LiveSeries>();
   LiveSeries& series = *analysis->series;
@@ -539,7 +529,7 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
     series.observe(state);
     capture.observe(state);
     if (capture.done()) series.finish(state);
-  });
+  }, warn);
   analysis->damaged_spans = reader.damaged().size();
   const RunState& state = analysis->state;
   if (state.snapshot_count() < judged) {
@@ -638,69 +628,118 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
   std::sort(analysis->device_peaks.begin(), analysis->device_peaks.end(),
             [](const DevicePeak& a, const DevicePeak& b) { return a.device < b.device; });
 
+  set_owners(*analysis, owner_sums(*analysis));
+  analysis->residency = series.process();
+  if (!analysis->residency.empty()) analysis->residency.back().tracked_bytes = analysis->live_bytes_by_domain;
+  analysis->findings = untracked_growth(analysis->residency);
+  return analysis;
+}
+
+OwnerSums owner_sums(const RunAnalysis& analysis) {
   // Live bytes now are those of the judged sites (a teardown mark may take some from the
   // snapshots before it). An owner grows at its part of the program's leaks: each leak's growth
   // shared out as its live bytes are. A pool's workers that each hold a part of one leak each grow,
   // however the entries of a cache they share move between them; a thread that fills a cache
   // does not.
-  std::vector<int64_t> leak_bytes(analysis->groups.size(), 0);
-  double leaks_growth = 0;
+  OwnerSums sums;
+  std::vector<int64_t> leak_bytes(analysis.groups.size(), 0);
   auto counted = [](const SiteReport& site) {
     // A caching allocator's reserve holds the tensors counted at their own sites: never both.
     return !site.from_leak_check && site.runtime != kCachingAllocatorReserve;
   };
   auto program_leak = [](const GroupReport& group) { return group.verdict == Verdict::kLeak && group.runtime == nullptr; };
-  for (const SiteReport& site : analysis->sites) {
-    if (counted(site) && program_leak(analysis->groups[site.group])) leak_bytes[site.group] += analysis->capture_of(site).live_bytes;
+  for (const SiteReport& site : analysis.sites) {
+    if (counted(site) && program_leak(analysis.groups[site.group])) leak_bytes[site.group] += analysis.capture_of(site).live_bytes;
   }
-  for (size_t g = 0; g < analysis->groups.size(); ++g) {
-    if (leak_bytes[g] > 0) leaks_growth += std::max(analysis->groups[g].growth_bytes_per_min, 0.0);
+  for (size_t g = 0; g < analysis.groups.size(); ++g) {
+    if (leak_bytes[g] > 0) sums.leaks_growth_bytes_per_min += std::max(analysis.groups[g].growth_bytes_per_min, 0.0);
   }
-  struct Held {
-    int64_t bytes = 0;
-    double growth_bytes_per_min = 0;
-  };
-  std::map<std::string, Held> task_held;
-  std::map<uint32_t, Held> thread_held;
-  for (const SiteReport& site : analysis->sites) {
+  // Owners are those live at some sample (set_owners()): only they have a series.
+  for (const std::string& name : analysis.series->task_names()) sums.tasks[name].series = analysis.series->task(name);
+  for (uint32_t thread : analysis.series->thread_indexes()) sums.threads[thread].series = analysis.series->thread(thread);
+  for (const SiteReport& site : analysis.sites) {
     if (!counted(site)) continue;
-    const GroupReport& group = analysis->groups[site.group];
+    const GroupReport& group = analysis.groups[site.group];
     double growth_per_byte = leak_bytes[site.group] > 0 ? std::max(group.growth_bytes_per_min, 0.0) / static_cast<double>(leak_bytes[site.group]) : 0;
-    auto hold = [&](Held& held, int64_t bytes) {
+    auto hold = [&](OwnerSums::Held& held, int64_t bytes) {
       held.bytes += bytes;
       held.growth_bytes_per_min += growth_per_byte * static_cast<double>(bytes);
     };
-    const CapturedSite& taken = analysis->capture_of(site);
-    analysis->captures.for_each_task(taken, [&](const std::string& name, int64_t bytes, int64_t) { hold(task_held[name], bytes); });
-    analysis->captures.for_each_thread(taken, [&](uint32_t thread, int64_t bytes, int64_t) { hold(thread_held[thread], bytes); });
+    const CapturedSite& taken = analysis.capture_of(site);
+    analysis.captures.for_each_task(taken, [&](const std::string& name, int64_t bytes, int64_t) { hold(sums.tasks[name], bytes); });
+    analysis.captures.for_each_thread(taken, [&](uint32_t thread, int64_t bytes, int64_t) { hold(sums.threads[thread], bytes); });
   }
-  auto owner_of = [&](const std::vector<SeriesPoint>& points, const Held& held) {
+  return sums;
+}
+
+void OwnerSums::add(const OwnerSums& other) {
+  auto add_all = [](auto& owners, const auto& others) {
+    for (const auto& [key, held] : others) {
+      Held& sum = owners[key];
+      sum.bytes += held.bytes;
+      sum.growth_bytes_per_min += held.growth_bytes_per_min;
+      add_series(&sum.series, held.series);
+    }
+  };
+  add_all(tasks, other.tasks);
+  add_all(threads, other.threads);
+  leaks_growth_bytes_per_min += other.leaks_growth_bytes_per_min;
+}
+
+void set_owners(RunAnalysis& analysis, const OwnerSums& sums) {
+  auto owner_of = [&](const OwnerSums::Held& held) {
     OwnerReport owner;
     owner.live_bytes = held.bytes;
-    owner.mann_kendall_z = owner_trend(points);
+    owner.mann_kendall_z = owner_trend(held.series);
     owner.growth_bytes_per_min = held.growth_bytes_per_min;
     // A block or two of a leak held by a thread that is not the one leaking is not its growth.
-    owner.growing = held.growth_bytes_per_min > 0 && held.growth_bytes_per_min >= kLeastOwnerShare * leaks_growth;
+    owner.growing = held.growth_bytes_per_min > 0 && held.growth_bytes_per_min >= kLeastOwnerShare * sums.leaks_growth_bytes_per_min;
     if (!owner.growing) owner.growth_bytes_per_min = 0;
     return owner;
   };
-  for (const std::string& name : series.task_names()) {
-    OwnerReport owner = owner_of(series.task(name), task_held[name]);
+  analysis.by_task.clear();
+  analysis.by_thread.clear();
+  for (const auto& [name, held] : sums.tasks) {
+    if (held.series.empty()) continue;
+    OwnerReport owner = owner_of(held);
     owner.name = name;
-    analysis->by_task.push_back(owner);
+    analysis.by_task.push_back(owner);
   }
-  for (uint32_t thread : series.thread_indexes()) {
-    OwnerReport owner = owner_of(series.thread(thread), thread_held[thread]);
-    owner.name = state.threads()[thread].name;
-    owner.tid = state.threads()[thread].tid;
-    analysis->by_thread.push_back(owner);
+  for (const auto& [thread, held] : sums.threads) {
+    if (held.series.empty()) continue;
+    OwnerReport owner = owner_of(held);
+    owner.name = analysis.state.threads()[thread].name;
+    owner.tid = analysis.state.threads()[thread].tid;
+    analysis.by_thread.push_back(owner);
   }
-  sort_by_live_bytes(analysis->by_task);
-  sort_by_live_bytes(analysis->by_thread);
-  analysis->residency = series.process();
-  if (!analysis->residency.empty()) analysis->residency.back().tracked_bytes = analysis->live_bytes_by_domain;
-  analysis->findings = untracked_growth(analysis->residency);
-  return analysis;
+  sort_by_live_bytes(analysis.by_task);
+  sort_by_live_bytes(analysis.by_thread);
+}
+
+ReportSection section_of(const GroupReport& group) {
+  switch (group.verdict) {
+    case Verdict::kLeak:
+      // The runtime's own residue that grows is no leak of the program's; a caching allocator's
+      // reserve is the program's device memory.
+      return group.runtime != nullptr && group.runtime != kCachingAllocatorReserve ? ReportSection::kRuntimeGrowing
+                                                                                  : ReportSection::kLeaks;
+    case Verdict::kCache: return ReportSection::kCaches;
+    case Verdict::kStartup: return ReportSection::kStartup;
+    case Verdict::kUnknown: break;
+  }
+  return ReportSection::kNotJudged;
+}
+
+void count_in_sections(const GroupReport& group, int64_t min_bytes, SectionCounts* counts) {
+  if (group.live_bytes < min_bytes) return;
+  ReportSection section = section_of(group);
+  SectionCount& count = (*counts)[static_cast<size_t>(section)];
+  if (section == ReportSection::kNotJudged && group.live_bytes == 0 && group.live_blocks > 0) {
+    ++count.empty_groups;
+    count.empty_blocks += group.live_blocks;
+    return;
+  }
+  ++count.groups;
 }
 
 SampledPrecision sampled_precision(const RunAnalysis& analysis, const GroupReport& group) {

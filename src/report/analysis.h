@@ -7,13 +7,18 @@
 // peaked and who held them; the process's memory over time beside tracked bytes, and residency
 // findings (RSS growth that tracked allocations do not explain). Memory is bounded by the number
 // of sites and live (triple, epoch) pairs, not by the stream's length, and a site costs a fixed
-// record: names, frames, whole judgements and series are made only for what is shown. The rules
-// are in docs/ANALYSIS.md.
+// record: names, frames, whole judgements and series are made only for what is shown. Within a
+// budget of sites (AnalysisOptions::site_memory), a stream with more is read in parts that each
+// hold whole groups, and only the groups a report shows are kept (report/report_passes.h). The
+// rules are in docs/ANALYSIS.md.
 #ifndef LEAKSCOPE_REPORT_ANALYSIS_H_
 #define LEAKSCOPE_REPORT_ANALYSIS_H_
 
 #include <array>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -115,6 +120,7 @@ struct PeakReport {
     const SymbolizedFrame* frame = nullptr;  // the first user frame, or the innermost frame when there is none
     int64_t bytes = 0;        // at the peak
     size_t group = SIZE_MAX;  // the group of the judged snapshot with that frame, if any
+    uint32_t site = 0;        // the first of its sites, in the stream's order
   };
   uint32_t snapshot = 0;  // from 1; 0 when nothing was ever tracked
   double time_s = 0;
@@ -142,9 +148,51 @@ struct TeardownReport {
   int64_t freed_bytes = 0;  // live at the judged snapshot and gone at the end, all sites
 };
 
+inline int verdict_rank(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kLeak: return 0;
+    case Verdict::kCache: return 1;
+    case Verdict::kStartup: return 2;
+    case Verdict::kUnknown: return 3;
+  }
+  return 3;
+}
+
+// ranks_before() is the order of a report's sites and groups: leaks first by growth rate, then
+// caches, startup residents and unknown sites by live bytes.
+template <typename Ranked>
+bool ranks_before(const Ranked& a, int64_t a_bytes, const Ranked& b, int64_t b_bytes) {
+  int rank_a = verdict_rank(a.verdict), rank_b = verdict_rank(b.verdict);
+  if (rank_a != rank_b) return rank_a < rank_b;
+  if (rank_a == 0 && a.growth_bytes_per_min != b.growth_bytes_per_min) return a.growth_bytes_per_min > b.growth_bytes_per_min;
+  return a_bytes > b_bytes;
+}
+
+// How many of a peak's holders a report names.
+inline constexpr size_t kPeakHoldersShown = 5;
+
+// The sections of a report, each listing groups of one verdict (report/report_format.h).
+enum class ReportSection : uint8_t { kLeaks, kRuntimeGrowing, kCaches, kStartup, kNotJudged };
+inline constexpr size_t kReportSections = 5;
+
+// How many groups of at least --min-bytes one section counts; of the unjudged, the groups of blocks
+// that hold 0 bytes apart (malloc(0), empty buffers: counted, never listed).
+struct SectionCount {
+  size_t groups = 0;
+  size_t empty_groups = 0;
+  int64_t empty_blocks = 0;
+};
+using SectionCounts = std::array<SectionCount, kReportSections>;
+
 struct AnalysisOptions {
   SnapshotChoice at;
   std::string fold;  // framework modules for grouping and folding (--fold)
+  // Memory for the sites held at once (0: no limit). A stream with more is read in parts, each
+  // holding whole groups, and the analysis keeps only the groups a report of `top` groups per
+  // section of at least `min_bytes` shows (report/report_passes.h); with `top` 0, it is read at once.
+  uint64_t site_memory = 0;
+  size_t top = 0;
+  int64_t min_bytes = 0;
 };
 
 struct RunAnalysis {
@@ -174,6 +222,11 @@ struct RunAnalysis {
   PeakReport device_peak;  // snapshot 0 when no device memory was tracked
   std::vector<DevicePeak> device_peaks;  // by ordinal; only devices the program took memory on
   TeardownReport teardown;
+  // Read in parts (AnalysisOptions::site_memory): `groups` holds only those a report shows (the
+  // top of each section, the peaks' largest holders), and these are every section's counts. What
+  // is program-wide (owners, teardown, peaks, residency) is of the whole stream either way.
+  std::optional<SectionCounts> read_in_parts;
+  size_t parts_read = 0;  // how many parts the groups were read in; 0: at once
   std::unique_ptr<Symbolizer> symbolizer;  // over `state`
   FrameRoles roles;
   std::unique_ptr<LiveSeries> series;  // each site's live bytes over time, up to the judged snapshot
@@ -243,6 +296,37 @@ std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupRe
 // itself (the symbolizer reads `state`, groups their parts), hence the pointer.
 std::unique_ptr<RunAnalysis> analyze_run(const std::string& path, const AnalysisOptions& options = {});
 std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOptions& options = {});
+
+// analyze_sites() is analyze_run() of the sites whose stacks `keep` chooses (all when null;
+// RunState::keep_sites_of()), judged at `at`, chosen from `marks`; `warn` as read_run()'s. What is
+// program-wide is the whole stream's, but for the owners and what teardown freed: those are of the
+// sites kept.
+std::unique_ptr<RunAnalysis> analyze_sites(StreamReader& reader, const ChosenSnapshot& at, const std::vector<SnapshotMark>& marks,
+                                           const AnalysisOptions& options, std::function<bool(uint32_t stack)> keep, bool warn);
+
+// section_of() is the section of a report that lists `group`.
+ReportSection section_of(const GroupReport& group);
+// count_in_sections() adds `group` to `counts` when it holds at least `min_bytes`.
+void count_in_sections(const GroupReport& group, int64_t min_bytes, SectionCounts* counts);
+
+// What the owners' lines are made of: for each task name and thread live at some sample, the bytes
+// it holds at the judged snapshot, its share of the leaks' growth and its live bytes over time;
+// and the growth of all the program's leaks. Sums of the sites', so that parts read apart add up.
+struct OwnerSums {
+  struct Held {
+    int64_t bytes = 0;
+    double growth_bytes_per_min = 0;
+    std::vector<SeriesPoint> series;
+  };
+  std::map<std::string, Held> tasks;
+  std::map<uint32_t, Held> threads;  // by index into RunState::threads()
+  double leaks_growth_bytes_per_min = 0;
+
+  void add(const OwnerSums& other);
+};
+OwnerSums owner_sums(const RunAnalysis& analysis);
+// set_owners() makes analysis.by_task and by_thread from `sums`.
+void set_owners(RunAnalysis& analysis, const OwnerSums& sums);
 
 // untracked_growth() judges process memory against tracked host memory (heap + mmap + brk).
 std::vector<ResidencyFinding> untracked_growth(const std::vector<ProcessSample>& samples);

@@ -1,5 +1,7 @@
 #include "report/group_keys.h"
 
+#include <functional>
+
 #include <fmt/format.h>
 
 namespace leakscope::report {
@@ -50,6 +52,12 @@ NamedKey GroupKeys::of(uint32_t site) {
     named.key = {GroupKey::Kind::kSite, site, 0};
   }
   return named;
+}
+
+uint64_t GroupKeys::family_of(const NamedKey& named, uint32_t stream_stack) const {
+  uint64_t kind = static_cast<uint64_t>(named.key.kind) + 1;
+  if (named.key.kind == GroupKey::Kind::kSite) return (kind << 32 | stream_stack) * 0x9e3779b97f4a7c15ull;
+  return std::hash<std::string>()(identities_.name(named.key.first - 1)) ^ kind * 0x9e3779b97f4a7c15ull;
 }
 
 // outermost_of_own_run() is, in the innermost run of frames in one of the program's modules, the

@@ -52,6 +52,11 @@ class GroupKeys {
   // of() is the key of site `site`, read from its stack through the symbolizer's cache of frames.
   NamedKey of(uint32_t site);
 
+  // family_of() is a hash of what `named` shares with every key of the same naming frame (the
+  // groups that frame's callers tell apart), the same in any read of the stream: the name of that
+  // frame, or for a site grouped alone, its stack's id in the stream (`stream_stack`).
+  uint64_t family_of(const NamedKey& named, uint32_t stream_stack) const;
+
  private:
   uint32_t frame_id(const SymbolizedFrame& frame);  // from 1: 0 is no frame
   const SymbolizedFrame* outermost_of_own_run(uint32_t stack);

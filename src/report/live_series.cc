@@ -103,10 +103,9 @@ void LiveSeries::sample(const RunState& state) {
   size_t index = times_.size();
   const auto& sites = state.sites();
   sites_.grow(sites.size());
+  point.tracked_bytes = state.live_bytes_by_domain();  // the whole process's, in a read that keeps some sites
   for (size_t id = 1; id < sites.size(); ++id) {
-    if (!sites[id].known) continue;
-    point.tracked_bytes[static_cast<size_t>(sites[id].domain)] += sites[id].live_bytes;
-    record(sites_[id], sites[id].live_bytes, index);
+    if (sites[id].known) record(sites_[id], sites[id].live_bytes, index);
   }
   std::map<std::string, int64_t> by_task;
   std::unordered_map<uint32_t, int64_t> by_thread;

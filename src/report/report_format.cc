@@ -22,8 +22,6 @@ namespace {
 
 constexpr size_t kSparkWidth = 60;
 constexpr size_t kPartsShown = 5;
-constexpr size_t kPeakHoldersShown = 5;
-
 
 std::string rate(double bytes_per_min) {
   return fmt::format("{}{}/min", bytes_per_min >= 0 ? "+" : "", format_bytes(static_cast<int64_t>(bytes_per_min)));
@@ -41,41 +39,20 @@ RunHeader header_of(const RunAnalysis& analysis) {
   return {analysis.state, analysis.at, analysis.judged, analysis.live_bytes_by_domain, analysis.devices, "judged"};
 }
 
-// Which groups of a verdict a section holds: all of them, or only the program's or only the
-// runtime's own residue (a caching allocator's reserve is the program's device memory).
-enum class Owner { kAny, kProgram, kRuntime };
-
-bool owned_by(const GroupReport& group, Owner owner) {
-  bool runtime = group.runtime != nullptr && group.runtime != kCachingAllocatorReserve;
-  return owner == Owner::kAny || runtime == (owner == Owner::kRuntime);
-}
-
-// holds_only_empty_blocks() is true for a group whose live blocks hold 0 bytes (malloc(0), an
-// empty buffer's): nothing to judge, and nothing a reader needs one entry each for.
-bool holds_only_empty_blocks(const GroupReport& group) { return group.live_bytes == 0 && group.live_blocks > 0; }
-
-// section() lists the groups of one verdict that `owner` holds, at most `top`, and counts them all
-// in *total; with `empty`, groups of empty blocks are counted there instead, not listed.
-struct EmptyGroups {
-  size_t groups = 0;
-  int64_t blocks = 0;
-};
-
-std::vector<size_t> section(const RunAnalysis& analysis, Verdict verdict, const ReportOptions& options, size_t* total,
-                            Owner owner = Owner::kAny, EmptyGroups* empty = nullptr) {
+// section() lists the groups of `kind` (those of at least --min-bytes), at most `top`, and
+// counts them all in *count: of the whole stream when it was read in parts (RunAnalysis::
+// read_in_parts, where `groups` holds only those shown).
+std::vector<size_t> section(const RunAnalysis& analysis, ReportSection kind, const ReportOptions& options, SectionCount* count) {
   std::vector<size_t> groups;
-  *total = 0;
+  SectionCounts counts{};
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
     const GroupReport& group = analysis.groups[g];
-    if (group.verdict != verdict || group.live_bytes < options.min_bytes || !owned_by(group, owner)) continue;
-    if (empty != nullptr && holds_only_empty_blocks(group)) {
-      ++empty->groups;
-      empty->blocks += group.live_blocks;
-      continue;
-    }
-    ++*total;
-    if (groups.size() < options.top) groups.push_back(g);
+    if (section_of(group) != kind) continue;
+    size_t counted = counts[static_cast<size_t>(kind)].groups;
+    count_in_sections(group, options.min_bytes, &counts);
+    if (counts[static_cast<size_t>(kind)].groups != counted && groups.size() < options.top) groups.push_back(g);
   }
+  *count = analysis.read_in_parts ? (*analysis.read_in_parts)[static_cast<size_t>(kind)] : counts[static_cast<size_t>(kind)];
   return groups;
 }
 
@@ -398,8 +375,13 @@ JsonArrays report_arrays(const RunAnalysis& analysis, const ReportOptions& optio
   return {{"groups",
            [&](JsonItems& items) {
              for (Verdict verdict : kVerdicts) {
-               size_t total = 0;
-               for (size_t g : section(analysis, verdict, options, &total)) group_item(analysis, g, items);
+               size_t shown = 0;
+               for (size_t g = 0; g < analysis.groups.size(); ++g) {
+                 const GroupReport& group = analysis.groups[g];
+                 if (group.verdict != verdict || group.live_bytes < options.min_bytes) continue;
+                 if (shown++ == options.top) break;
+                 group_item(analysis, g, items);
+               }
              }
            }},
           {"sites", [&](JsonItems& items) {
@@ -548,10 +530,11 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
   Symbolizer& symbolizer = *analysis.symbolizer;
   int leak_frames = options.frames > 0 ? options.frames : 6;
   int other_frames = options.frames > 0 ? options.frames : 1;
-  size_t total = 0;
+  SectionCount count;
   // Residue that grows (a thread's TLS block, pytest's records) is not the program's leak: `check`
   // leaves it out, and it follows the suspects in a short section of its own.
-  auto leaks = section(analysis, Verdict::kLeak, options, &total, Owner::kProgram);
+  auto leaks = section(analysis, ReportSection::kLeaks, options, &count);
+  size_t total = count.groups;
   out += fmt::format("\nLeak suspects: {}{}\n", total, total > leaks.size() ? fmt::format(" (top {} shown)", leaks.size()) : "");
   int rank = 0;
   for (size_t g : leaks) {
@@ -600,18 +583,17 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
   }
 
   struct Section {
-    Verdict verdict;
+    ReportSection kind;
     const char* title;
-    Owner owner;
   };
-  for (Section kind : {Section{Verdict::kLeak, "The runtime's own, growing (check leaves it out)", Owner::kRuntime},
-                       Section{Verdict::kCache, "Caches and working sets (bounded, with turnover)", Owner::kAny},
-                       Section{Verdict::kStartup, "Startup residents (born early, flat)", Owner::kAny},
-                       Section{Verdict::kUnknown, "Not judged", Owner::kAny}}) {
-    EmptyGroups empty;
-    auto groups = section(analysis, kind.verdict, options, &total, kind.owner, kind.verdict == Verdict::kUnknown ? &empty : nullptr);
-    if (total + empty.groups == 0) continue;
-    out += fmt::format("\n{}: {}{}\n", kind.title, total + empty.groups,
+  for (Section kind : {Section{ReportSection::kRuntimeGrowing, "The runtime's own, growing (check leaves it out)"},
+                       Section{ReportSection::kCaches, "Caches and working sets (bounded, with turnover)"},
+                       Section{ReportSection::kStartup, "Startup residents (born early, flat)"},
+                       Section{ReportSection::kNotJudged, "Not judged"}}) {
+    auto groups = section(analysis, kind.kind, options, &count);
+    total = count.groups;
+    if (total + count.empty_groups == 0) continue;
+    out += fmt::format("\n{}: {}{}\n", kind.title, total + count.empty_groups,
                        total > groups.size() ? fmt::format(" (top {} shown)", groups.size()) : "");
     for (size_t g : groups) {
       const GroupReport& group = analysis.groups[g];
@@ -637,10 +619,10 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
       }
       out += wrap(judgement.reason, "      ");
     }
-    if (empty.groups != 0) {
+    if (count.empty_groups != 0) {
       out += wrap(fmt::format("{}{} group{} of blocks that hold 0 bytes ({} block{}: malloc(0), empty buffers): nothing to judge",
-                              groups.empty() ? "" : "and ", empty.groups, empty.groups == 1 ? "" : "s", empty.blocks,
-                              empty.blocks == 1 ? "" : "s"),
+                              groups.empty() ? "" : "and ", count.empty_groups, count.empty_groups == 1 ? "" : "s",
+                              count.empty_blocks, count.empty_blocks == 1 ? "" : "s"),
                   "  ", "  ");
     }
   }

@@ -25,6 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     leakscope::report::StreamReader reader("fuzz.lsc", file);
     std::unique_ptr<leakscope::report::RunAnalysis> analysis = leakscope::report::analyze_run(reader);
     (void)analysis;
+    // And read again in parts of one site each (report/report_passes.h).
+    reader.restart();
+    analysis = leakscope::report::analyze_run(reader, leakscope::report::AnalysisOptions{.site_memory = 1, .top = 3});
   } catch (const leakscope::report::StreamError&) {
   }
   return 0;

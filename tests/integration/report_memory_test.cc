@@ -72,5 +72,36 @@ TEST(ReportMemory, HundredsOfThousandsOfLiveSitesCostUnderAKibibyteEach) {
   EXPECT_LE(diff.max_rss_kib, 2 * kMaxRssKib);
 }
 
+// A Python service with 20 000 generated route handlers, each holding its cached response: as many
+// groups, each named by its handler's line. Its text report, read in parts that hold whole groups
+// (--site-memory), is the report of one read, in about half the memory.
+TEST(ReportMemory, ManyGroupsAreReadInPartsThatEachHoldWholeGroups) {
+  std::string file = scratch_dir() + "/routes.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", "/usr/bin/python3", fixture_source("route_table_service.py"), "20000", "1.5"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_EQ(run.out.rfind("routes=20000 served=", 0), 0u) << run.out;
+
+  Outcome one_read = leakscope({"report", "--site-memory", "0", file});
+  ASSERT_EQ(one_read.exit_code, 0) << one_read.err;
+  EXPECT_NE(one_read.out.find("Leak suspects: 1\n"), std::string::npos) << one_read.out;
+  EXPECT_NE(one_read.out.find("in keep_request (generated_routes.py:4)"), std::string::npos) << one_read.out;
+  EXPECT_NE(one_read.out.find("Startup residents (born early, flat): "), std::string::npos) << one_read.out;
+
+  // 2 MiB holds about 4 000 sites: the stream's 80 000 are read in some twenty parts.
+  Outcome parts = leakscope({"report", "--site-memory", "2MiB", file});
+  ASSERT_EQ(parts.exit_code, 0) << parts.err;
+  EXPECT_EQ(parts.out, one_read.out);
+  EXPECT_LT(parts.max_rss_kib * 4, one_read.max_rss_kib * 3) << "parts " << parts.max_rss_kib << " KiB, one read " << one_read.max_rss_kib;
+
+  // What a section shows and counts, and the peak's holders, do not depend on where the parts fell.
+  for (const char* top : {"1", "3"}) {
+    SCOPED_TRACE(top);
+    Outcome whole = leakscope({"report", "--top", top, "--min-bytes", "200", "--site-memory", "0", file});
+    Outcome read_in_parts = leakscope({"report", "--top", top, "--min-bytes", "200", "--site-memory", "1MiB", file});
+    ASSERT_EQ(read_in_parts.exit_code, 0) << read_in_parts.err;
+    EXPECT_EQ(read_in_parts.out, whole.out);
+  }
+}
+
 }  // namespace
 }  // namespace leakscope::testing

@@ -20,32 +20,6 @@ namespace {
 using namespace leakscope::internal;
 using namespace leakscope::testing;
 
-// many_paths() is a stream of one snapshot in which each of `paths` call paths (one frame each)
-// holds (its number) blocks of 100 bytes, from one thread and task.
-std::string many_paths(uint64_t paths) {
-  Bytes stacks, sites, triples, counters;
-  stacks.varint(paths);
-  sites.varint(paths);
-  triples.varint(paths);
-  counters.varint(paths);
-  for (uint64_t path = 1; path <= paths; ++path) {
-    // Each head frame is written as the difference from the previous stack's.
-    stacks.varint(1).varint(1).signed_varint(path == 1 ? 0x401000 : 0x10).varint(0);
-    sites.varint(1).varint(0).signed_varint(1);
-    triples.varint(1).signed_varint(1).varint(1).varint(1);
-    counters.varint(1).varint(path).varint(100 * path).varint(0).varint(0).varint(0);
-  }
-  Bytes snapshot;
-  snapshot.section(SectionTag::kInfo, info(0, 1000000000, true));
-  snapshot.section(SectionTag::kStacks, stacks);
-  snapshot.section(SectionTag::kThreads, Bytes().varint(1).varint(1).varint(4242).blob("main").varint(0));
-  snapshot.section(SectionTag::kTasks, Bytes().varint(1).varint(1).varint(7).blob("request"));
-  snapshot.section(SectionTag::kSites, sites);
-  snapshot.section(SectionTag::kTriples, triples);
-  snapshot.section(SectionTag::kCounters, counters);
-  return file_header() + process_frame() + frame(FrameType::kSnapshot, snapshot.str());
-}
-
 // The sites a dump of `path` shows, as (site id, live bytes), and how many reads it took.
 std::pair<std::vector<std::pair<uint32_t, int64_t>>, size_t> dumped(const std::string& path, const DumpSelection& selection) {
   StreamReader reader(path);

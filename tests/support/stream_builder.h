@@ -110,6 +110,32 @@ inline Bytes leak_check(internal::LeakCheckTrigger trigger, uint64_t time_ns, co
   return section;
 }
 
+// many_paths() is a stream of one snapshot in which each of `paths` call paths (one frame each)
+// holds (its number) blocks of 100 bytes, from one thread and task.
+inline std::string many_paths(uint64_t paths) {
+  Bytes stacks, sites, triples, counters;
+  stacks.varint(paths);
+  sites.varint(paths);
+  triples.varint(paths);
+  counters.varint(paths);
+  for (uint64_t path = 1; path <= paths; ++path) {
+    // Each head frame is written as the difference from the previous stack's.
+    stacks.varint(1).varint(1).signed_varint(path == 1 ? 0x401000 : 0x10).varint(0);
+    sites.varint(1).varint(0).signed_varint(1);
+    triples.varint(1).signed_varint(1).varint(1).varint(1);
+    counters.varint(1).varint(path).varint(100 * path).varint(0).varint(0).varint(0);
+  }
+  Bytes snapshot;
+  snapshot.section(internal::SectionTag::kInfo, info(0, 1000000000, true));
+  snapshot.section(internal::SectionTag::kStacks, stacks);
+  snapshot.section(internal::SectionTag::kThreads, Bytes().varint(1).varint(1).varint(4242).blob("main").varint(0));
+  snapshot.section(internal::SectionTag::kTasks, Bytes().varint(1).varint(1).varint(7).blob("request"));
+  snapshot.section(internal::SectionTag::kSites, sites);
+  snapshot.section(internal::SectionTag::kTriples, triples);
+  snapshot.section(internal::SectionTag::kCounters, counters);
+  return file_header() + process_frame() + frame(internal::FrameType::kSnapshot, snapshot.str());
+}
+
 }  // namespace leakscope::testing
 
 #endif  // LEAKSCOPE_TESTS_SUPPORT_STREAM_BUILDER_H_

@@ -70,6 +70,7 @@ struct ReportCommandOptions {
   int64_t min_bytes = 0;
   int frames = 0;
   std::string fold;
+  uint64_t site_memory = 256ull << 20;  // text: for the sites read at once (report/report_passes.h); 0: no limit
 };
 
 int report_command(const ReportCommandOptions& options);

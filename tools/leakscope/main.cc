@@ -180,6 +180,10 @@ int main(int argc, char** argv) {
   report_verb->add_option("--at", report.at, at_help);
   report_verb->add_option("--frames", report.frames, "Frames shown per stack in text (default: 6 for leaks, 1 for others)")->check(CLI::Range(1, 1000));
   report_verb->add_option("--fold", report.fold, "Fold framework frames: torch, python, or any module name, comma-separated");
+  std::string report_site_memory = "256MiB";
+  report_verb->add_option("--site-memory", report_site_memory,
+                          "Text: memory for the sites read at once, about 512 bytes each; a stream with more is read in "
+                          "several passes, each holding whole groups (0: one pass, whatever it takes)")->capture_default_str();
 
   DiffOptions diff;
   CLI::App* diff_verb = app.add_subcommand("diff", "What changed between two runs, per site");
@@ -259,6 +263,9 @@ int main(int argc, char** argv) {
         return fail(kUsage, "--min-bytes: not a size: " + min_bytes);
       }
       report.min_bytes = static_cast<int64_t>(bytes);
+      if (!leakscope::internal::parse_size_bytes(report_site_memory.data(), report_site_memory.size(), &report.site_memory)) {
+        return fail(kUsage, "--site-memory: not a size: " + report_site_memory);
+      }
       return report_command(report);
     }
     if (diff_verb->parsed()) return diff_command(diff);

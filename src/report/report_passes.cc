@@ -1,0 +1,213 @@
+#include "report/report_passes.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "core/intern_table.h"
+#include "report/group_keys.h"
+
+namespace leakscope::report {
+namespace {
+
+// KeptStacks is a keep predicate for RunState::keep_sites_of() that notes the stream's id of each
+// stack it keeps: kept stacks are numbered from 1 in the order they are kept.
+class KeptStacks {
+ public:
+  explicit KeptStacks(std::function<bool(uint32_t)> keep) : keep_(std::move(keep)) {}
+
+  std::function<bool(uint32_t)> predicate() {
+    return [this](uint32_t stack) {
+      bool kept = keep_(stack);
+      if (kept && stack != 0) stream_ids_.push_back(stack);
+      return kept;
+    };
+  }
+  // stream_id() is the stream's id of kept stack `stack`.
+  uint32_t stream_id(uint32_t stack) const { return stack == 0 ? 0 : stream_ids_[stack - 1]; }
+
+ private:
+  std::function<bool(uint32_t)> keep_;
+  std::vector<uint32_t> stream_ids_;
+};
+
+// How a part's group or site ranks among the whole stream's, as analyze_sites() orders them.
+struct Rank {
+  Verdict verdict = Verdict::kUnknown;
+  double growth_bytes_per_min = 0;
+  int64_t bytes = 0;
+};
+
+// A group a report may show, as the read of its part found it.
+struct Candidate {
+  Rank group;
+  // Groups that rank alike keep the order of their first sites (ranked so, then in the stream's
+  // order of sites).
+  Rank first_site;
+  uint32_t first_site_id = 0;  // the stream's
+  uint64_t family = 0;
+};
+
+bool listed_before(const Candidate& a, const Candidate& b) {
+  if (ranks_before(a.group, a.group.bytes, b.group, b.group.bytes)) return true;
+  if (ranks_before(b.group, b.group.bytes, a.group, a.group.bytes)) return false;
+  if (ranks_before(a.first_site, a.first_site.bytes, b.first_site, b.first_site.bytes)) return true;
+  if (ranks_before(b.first_site, b.first_site.bytes, a.first_site, a.first_site.bytes)) return false;
+  return a.first_site_id < b.first_site_id;
+}
+
+// A peak's holder, as the read of its part found it.
+struct HolderCandidate {
+  int64_t bytes = 0;
+  uint32_t first_site_id = 0;  // the stream's
+  uint64_t family = 0;
+};
+
+bool held_more(const HolderCandidate& a, const HolderCandidate& b) {
+  return a.bytes != b.bytes ? a.bytes > b.bytes : a.first_site_id < b.first_site_id;
+}
+
+// keep_first() sorts `items` by `before` and keeps the first `count`.
+template <typename T, typename Before>
+void keep_first(std::vector<T>* items, size_t count, Before before) {
+  std::sort(items->begin(), items->end(), before);
+  if (items->size() > count) items->resize(count);
+}
+
+// What the second round keeps of its parts.
+struct Kept {
+  std::array<std::vector<Candidate>, kReportSections> sections;
+  std::vector<HolderCandidate> peak_holders, device_peak_holders;
+  SectionCounts counts{};
+  OwnerSums owners;
+  int64_t teardown_freed_bytes = 0;
+  std::array<int64_t, internal::kDomainCount> live_bytes_by_domain{};  // of the sites judged
+
+  // take() adds what a part's analysis holds; `stacks` and `families` name its stacks.
+  void take(const RunAnalysis& analysis, const KeptStacks& stacks, const std::vector<uint64_t>& families,
+            const AnalysisOptions& options) {
+    auto family_of_site = [&](uint32_t site) {
+      uint32_t stream_stack = stacks.stream_id(analysis.state.sites()[site].stack);
+      return stream_stack < families.size() ? families[stream_stack] : 0;
+    };
+    std::vector<uint32_t> first_site(analysis.groups.size(), UINT32_MAX);  // in analysis.sites, whose order groups follow
+    for (size_t i = 0; i < analysis.sites.size(); ++i) {
+      if (first_site[analysis.sites[i].group] == UINT32_MAX) first_site[analysis.sites[i].group] = static_cast<uint32_t>(i);
+    }
+    for (size_t g = 0; g < analysis.groups.size(); ++g) {
+      const GroupReport& group = analysis.groups[g];
+      SectionCounts before = counts;
+      count_in_sections(group, options.min_bytes, &counts);
+      size_t section = static_cast<size_t>(section_of(group));
+      if (counts[section].groups == before[section].groups) continue;  // not listed
+      const SiteReport& site = analysis.sites[first_site[g]];
+      const CapturedSite& taken = analysis.capture_of(site);
+      sections[section].push_back({{group.verdict, group.growth_bytes_per_min, group.live_bytes},
+                                   {site.verdict, site.growth_bytes_per_min, taken.live_bytes},
+                                   analysis.state.stream_site_id(taken.site),
+                                   family_of_site(taken.site)});
+    }
+    for (auto& listed : sections) keep_first(&listed, options.top, listed_before);
+    auto take_holders = [&](const PeakReport& peak, std::vector<HolderCandidate>* kept) {
+      for (size_t i = 0; i < peak.holders.size() && i < kPeakHoldersShown; ++i) {
+        const PeakReport::Holder& holder = peak.holders[i];
+        kept->push_back({holder.bytes, analysis.state.stream_site_id(holder.site), family_of_site(holder.site)});
+      }
+      keep_first(kept, kPeakHoldersShown, held_more);
+    };
+    take_holders(analysis.peak, &peak_holders);
+    take_holders(analysis.device_peak, &device_peak_holders);
+    owners.add(owner_sums(analysis));
+    teardown_freed_bytes += analysis.teardown.freed_bytes;
+    for (size_t domain = 0; domain < live_bytes_by_domain.size(); ++domain) {
+      live_bytes_by_domain[domain] += analysis.live_bytes_by_domain[domain];
+    }
+  }
+
+  std::unordered_set<uint64_t> families() const {
+    std::unordered_set<uint64_t> chosen;
+    for (const auto& listed : sections) {
+      for (const Candidate& candidate : listed) chosen.insert(candidate.family);
+    }
+    for (const auto* holders : {&peak_holders, &device_peak_holders}) {
+      for (const HolderCandidate& holder : *holders) chosen.insert(holder.family);
+    }
+    return chosen;
+  }
+};
+
+// name_families() reads the stream in `parts`, each keeping the stacks a hash gives it, and names
+// the family of groups of each stack that a site has, by the stack's id in the stream.
+std::vector<uint64_t> name_families(StreamReader& reader, const AnalysisOptions& options, uint64_t stream_stacks, uint32_t parts) {
+  std::vector<uint64_t> families(stream_stacks + 1, 0);
+  for (uint32_t part = 0; part < parts; ++part) {
+    reader.restart();
+    RunState state;
+    KeptStacks stacks([parts, part](uint32_t stack) { return internal::hash_mix(stack) % parts == part; });
+    state.keep_sites_of(stacks.predicate());
+    read_run(reader, 0, &state, [](const RunState&) {}, false);
+    Symbolizer symbolizer(state);
+    FrameRoles roles(options.fold, state.process().exe);
+    GroupKeys keys(state, symbolizer, roles);
+    for (uint32_t site = 1; site < state.sites().size(); ++site) {
+      if (!state.sites()[site].known) continue;
+      uint32_t stream_stack = stacks.stream_id(state.sites()[site].stack);
+      if (stream_stack < families.size()) families[stream_stack] = keys.family_of(keys.of(site), stream_stack);
+    }
+  }
+  return families;
+}
+
+}  // namespace
+
+std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const ChosenSnapshot& at, const std::vector<SnapshotMark>& marks,
+                                              const AnalysisOptions& options) {
+  // The first read keeps every stack's sites until it has as many as the budget allows: a stream
+  // that has no more is read once. One that has goes on being read, keeping no more, for the
+  // number of its stacks.
+  uint64_t per_part = std::max<uint64_t>(1, options.site_memory / kReportBytesPerSite);
+  std::unique_ptr<RunAnalysis> first =
+      analyze_sites(reader, at, marks, options, [asked = uint64_t{0}, per_part](uint32_t) mutable { return asked++ < per_part; }, true);
+  uint64_t stream_stacks = first->state.stream_stack_count();
+  if (stream_stacks + 1 <= per_part) return first;
+  bool leak_check = first->state.leak_check().has_value();
+  first.reset();
+  try {
+    if (leak_check) {
+      reader.restart();
+      std::unique_ptr<RunAnalysis> whole = analyze_sites(reader, at, marks, options, nullptr, false);
+      reader.check_unchanged();
+      return whole;
+    }
+    auto parts = static_cast<uint32_t>(std::min<uint64_t>((stream_stacks + per_part) / per_part, kMaxReportParts));
+    std::vector<uint64_t> families = name_families(reader, options, stream_stacks, parts);
+    Kept kept;
+    for (uint32_t part = 0; part < parts; ++part) {
+      reader.restart();
+      KeptStacks stacks([&families, parts, part](uint32_t stack) {
+        uint64_t family = stack < families.size() ? families[stack] : 0;
+        return internal::hash_mix(family) % parts == part;
+      });
+      std::unique_ptr<RunAnalysis> analysis = analyze_sites(reader, at, marks, options, stacks.predicate(), false);
+      kept.take(*analysis, stacks, families, options);
+    }
+    reader.restart();
+    std::unordered_set<uint64_t> chosen = kept.families();
+    std::unique_ptr<RunAnalysis> shown = analyze_sites(
+        reader, at, marks, options,
+        [&families, &chosen](uint32_t stack) { return chosen.count(stack < families.size() ? families[stack] : 0) != 0; }, false);
+    reader.check_unchanged();  // each restart checked the part before it
+    shown->read_in_parts = kept.counts;
+    shown->parts_read = parts;
+    shown->teardown.freed_bytes = kept.teardown_freed_bytes;
+    set_owners(*shown, kept.owners);
+    shown->live_bytes_by_domain = kept.live_bytes_by_domain;
+    if (!shown->residency.empty()) shown->residency.back().tracked_bytes = kept.live_bytes_by_domain;
+    shown->findings = untracked_growth(shown->residency);
+    return shown;
+  } catch (const StreamError&) {
+    reader.check_unchanged();  // a stream rewritten under the read is said as such, not as what it broke
+    throw;
+  }
+}
+
+}  // namespace leakscope::report
