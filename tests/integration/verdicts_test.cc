@@ -214,6 +214,26 @@ TEST(ReportCli, GroupsOfZeroByteBlocksAreCountedInOneLine) {
   EXPECT_EQ(empty, 3);
 }
 
+// A stdio buffer first allocated as the program prints its result is seen by one snapshot: not
+// judged, as nothing that short is, but it is the runtime's own, which `check` leaves out; "run
+// longer" is no advice for it.
+TEST(ReportCli, TheRuntimesOwnBufferSeenTooBrieflyGetsNoAdviceToRunLonger) {
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", fixture("operator_registry"), "10"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::string text = unwrapped(leakscope({"report", file}).out);
+  size_t buffer = text.find("runtime: a stdio buffer");
+  ASSERT_NE(buffer, std::string::npos) << text;
+  size_t entry_end = text.find("\n  ", buffer);
+  std::string entry = text.substr(buffer, entry_end == std::string::npos ? std::string::npos : entry_end - buffer);
+  EXPECT_NE(entry.find("too few snapshots to judge (1), and no need to: it is the runtime's own"), std::string::npos) << entry;
+  EXPECT_EQ(entry.find("run longer"), std::string::npos) << entry;
+  // The program's own groups, as short, keep the advice.
+  size_t registry = text.find("in (anonymous namespace)::register_schema()");
+  ASSERT_NE(registry, std::string::npos) << text;
+  EXPECT_LT(text.find("run longer", registry), text.find("\n  ", registry)) << text;
+}
+
 // The text names the six largest tasks and says how many more hold what.
 TEST(ReportCli, TasksBeyondTheSixLargestAreCountedNotDropped) {
   std::string file = scratch_dir() + "/run.lsc";
