@@ -776,23 +776,26 @@ SiteJudgement site_judgement(const RunAnalysis& analysis, size_t index) {
 }
 
 int64_t older_than_freed_bytes(const RunAnalysis& analysis, const GroupReport& group) {
-  int longest = -1;  // the largest lifetime bucket holding freed bytes
+  double bin_s = static_cast<double>(analysis.state.birth_bin_ns()) / 1e9;
+  bool freed = false;
+  int64_t older = 0;
+  // Each part against what it freed itself: a part that frees nothing is no cache's turnover, and
+  // is not measured against another's (a map's nodes against the bucket arrays each rehash frees).
   for (uint32_t part : group.parts) {
     const SiteReport& site = analysis.sites[part];
     if (site.from_leak_check) return -1;
-    LifetimeHistogram::Buckets lifetimes = analysis.captures.lifetimes(analysis.capture_of(site));
-    for (int bucket = internal::kLifetimeBuckets - 1; bucket > longest; --bucket) {
+    const CapturedSite& taken = analysis.capture_of(site);
+    LifetimeHistogram::Buckets lifetimes = analysis.captures.lifetimes(taken);
+    int longest = -1;  // the largest lifetime bucket holding freed bytes
+    for (int bucket = internal::kLifetimeBuckets - 1; bucket >= 0 && longest < 0; --bucket) {
       if (lifetimes[static_cast<size_t>(bucket)] > 0) longest = bucket;
     }
-  }
-  if (longest < 0 || longest == internal::kLifetimeBuckets - 1) return -1;
-  // Bucket b holds lifetimes of [2^(b-1), 2^b) epochs, bucket 0 those freed in their own epoch.
-  uint32_t lifetime = longest == 0 ? 0 : (1u << longest) - 1;
-  double bin_s = static_cast<double>(analysis.state.birth_bin_ns()) / 1e9;
-  int64_t older = 0;
-  for (uint32_t part : group.parts) {
-    const CapturedSite& taken = analysis.capture_of(analysis.sites[part]);
-    // Each part as of the snapshot it is taken from (before a shutdown, for some).
+    if (longest < 0) continue;
+    if (longest == internal::kLifetimeBuckets - 1) return -1;
+    freed = true;
+    // Bucket b holds lifetimes of [2^(b-1), 2^b) epochs, bucket 0 those freed in their own epoch.
+    uint32_t lifetime = longest == 0 ? 0 : (1u << longest) - 1;
+    // The part as of the snapshot it is taken from (before a shutdown, for some).
     uint32_t epoch = analysis.state.epoch_closed_at(taken.taken_s);
     if (epoch == 0) return -1;
     if (epoch <= lifetime) continue;
@@ -802,7 +805,7 @@ int64_t older_than_freed_bytes(const RunAnalysis& analysis, const GroupReport& g
       if (birth.birth_s + bin_s <= older_before_s) older += birth.bytes;
     }
   }
-  return older;
+  return freed ? older : -1;
 }
 
 int64_t shown_older_than_freed_bytes(const RunAnalysis& analysis, const GroupReport& group) {

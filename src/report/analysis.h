@@ -276,13 +276,14 @@ struct SampledPrecision {
 };
 SampledPrecision sampled_precision(const RunAnalysis& analysis, const GroupReport& group);
 
-// older_than_freed_bytes() is how many of a group's live bytes have lived longer than any block of
-// it that was freed: what a cache's turnover has not reached, so the leak's own part when one site
-// both keeps some of its blocks and lets the others go (docs/ANALYSIS.md, "Leaks that share a
-// site with a cache"). Lifetimes are counted in snapshot epochs, births in the stream's birth bins; a bin
-// counts when it ended before the first epoch a block could be born in and not be older. -1 when
-// nothing of it was freed, when its longest freed lifetime is the open last bucket, or when a part
-// is taken from another snapshot than the judged one.
+// older_than_freed_bytes() is how many of a group's live bytes have lived longer than any block
+// their own site freed: what a cache's turnover has not reached, so the leak's own part when one
+// site both keeps some of its blocks and lets the others go (docs/ANALYSIS.md, "Leaks that share
+// a site with a cache"); a part that freed nothing adds nothing. Lifetimes are counted in snapshot
+// epochs, births in the stream's birth bins; a bin counts when it ended before the first epoch a
+// block could be born in and not be older. -1 when no part freed anything, when a part's longest
+// freed lifetime is the open last bucket, or when a part is taken from another snapshot than the
+// judged one.
 int64_t older_than_freed_bytes(const RunAnalysis& analysis, const GroupReport& group);
 
 // shown_older_than_freed_bytes() is older_than_freed_bytes() of a leak group when it sets a part

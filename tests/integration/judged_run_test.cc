@@ -381,6 +381,22 @@ TEST(JudgedRun, ALeakSharingItsLineWithACacheSaysWhatIsOlderThanAnythingItFreed)
   EXPECT_TRUE(parse_record["older_than_freed_bytes"].is_null()) << parse_record.dump().substr(0, 2000);
 }
 
+// A map never pruned keeps its nodes and frees its bucket arrays as it rehashes: one group, a leak,
+// with nothing to set apart as older than what it freed (its nodes are not a cache's turnover).
+TEST(JudgedRun, AMapNeverPrunedIsALeakWithNothingSetApartFromItsBucketArrays) {
+  std::string file = scratch_dir() + "/index.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", fixture("session_index"), "2500"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  Outcome text = leakscope({"report", file});
+  EXPECT_NE(text.out.find("Leak suspects: 1\n"), std::string::npos) << text.out;
+  EXPECT_EQ(unwrapped(text.out).find("older than anything it freed"), std::string::npos) << text.out;
+  nlohmann::json document = nlohmann::json::parse(leakscope({"report", "--format", "json", file}).out);
+  nlohmann::json index = group_named(document, "open_session");
+  ASSERT_EQ(index["verdict"], "leak") << index.dump().substr(0, 2000);
+  EXPECT_EQ(index["parts"].size(), 2u) << "the nodes and the bucket array";
+  EXPECT_TRUE(index["older_than_freed_bytes"].is_null()) << index.dump().substr(0, 2000);
+}
+
 TEST(JudgedRun, RingBufferOfRecentRepliesIsACacheAndTheServicePassesItsGate) {
   // A std::deque kept at its last 300 replies: its chunks span 5 or 6 at a time, and a run that
   // ended on 6 was a leak of 3 KiB that failed the gate.
