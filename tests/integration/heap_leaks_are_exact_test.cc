@@ -72,6 +72,30 @@ TEST(HeapLeaksAreExact, SameLeakUnderJemallocPreloadedAfterLeakscope) {
   EXPECT_NE(run.stdout_text.find("live_delta=100000 "), std::string::npos) << run.stdout_text;
 }
 
+// jemalloc's own API, as a program linked with it calls it: blocks grown in place, freed with
+// their size or without it, leave nothing; what mallocx and rallocx keep is exact.
+TEST(HeapLeaksAreExact, JemallocsOwnApiIsTrackedAsTheMallocFamilyIs) {
+  PatternRun run = run_pattern("jemalloc", {{"LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"}});
+  EXPECT_NE(run.stdout_text.find("allocator=jemalloc"), std::string::npos) << "jemalloc was not below leakscope";
+  expect_site(run.dump, "leak_with_mallocx", 40 * 1000, 40);
+  expect_site(run.dump, "leak_zeroed_and_aligned_with_mallocx", 10 * 500, 10);
+  expect_site(run.dump, "grow_with_rallocx", 12 * 4096, 12);
+  EXPECT_TRUE(sites_at(run.dump, "churn_with_sized_frees").empty()) << run.dump.dump().substr(0, 2000);
+  EXPECT_NE(run.stdout_text.find("live_delta=" + std::to_string(40 * 1000 + 10 * 500 + 12 * 4096) + " "), std::string::npos)
+      << run.stdout_text;
+}
+
+// A program that declares jemalloc's API weak finds leakscope's exports when jemalloc is not
+// there: the malloc family serves them, recorded the same.
+TEST(HeapLeaksAreExact, JemallocsApiWithoutJemallocIsServedByTheMallocFamily) {
+  PatternRun run = run_pattern("jemalloc");
+  EXPECT_NE(run.stdout_text.find("allocator=other"), std::string::npos) << run.stdout_text;
+  expect_site(run.dump, "leak_with_mallocx", 40 * 1000, 40);
+  expect_site(run.dump, "leak_zeroed_and_aligned_with_mallocx", 10 * 500, 10);
+  expect_site(run.dump, "grow_with_rallocx", 12 * 4096, 12);
+  EXPECT_TRUE(sites_at(run.dump, "churn_with_sized_frees").empty()) << run.dump.dump().substr(0, 2000);
+}
+
 // In sampled mode most calls go unrecorded; the memory jemalloc maps for itself while serving
 // them is still its own, not the program's mmap.
 TEST(HeapLeaksAreExact, SampledModeLeavesAPreloadedAllocatorsOwnMappingsUncounted) {
