@@ -498,7 +498,8 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
 }
 
 std::unique_ptr<RunAnalysis> analyze_sites(StreamReader& reader, const ChosenSnapshot& at, const std::vector<SnapshotMark>& marks,
-                                           const AnalysisOptions& options, std::function<bool(uint32_t stack)> keep, bool warn) {
+                                           const AnalysisOptions& options, std::function<bool(uint32_t stack)> keep, bool warn,
+                                           std::unique_ptr<Symbolizer> symbolizer) {
   auto analysis = std::make_unique<RunAnalysis>();
   analysis->at = at;
   uint32_t judged = analysis->at.index;
@@ -579,7 +580,12 @@ std::unique_ptr<RunAnalysis> analyze_sites(StreamReader& reader, const ChosenSna
     analysis->teardown.freed_bytes += freed_at_exit_bytes(*analysis, site);
   }
 
-  analysis->symbolizer = std::make_unique<Symbolizer>(state);
+  if (symbolizer) {
+    symbolizer->rebind(state);
+    analysis->symbolizer = std::move(symbolizer);
+  } else {
+    analysis->symbolizer = std::make_unique<Symbolizer>(state);
+  }
   analysis->roles = FrameRoles(options.fold, state.process().exe);
   for (SiteReport& site : analysis->sites) {
     site.made_during = startup_phase_of(state, *analysis->symbolizer, analysis->stack_of(site));

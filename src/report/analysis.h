@@ -301,9 +301,11 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
 // analyze_sites() is analyze_run() of the sites whose stacks `keep` chooses (all when null;
 // RunState::keep_sites_of()), judged at `at`, chosen from `marks`; `warn` as read_run()'s. What is
 // program-wide is the whole stream's, but for the owners and what teardown freed: those are of the
-// sites kept.
+// sites kept. `symbolizer`, when given, is one of an earlier read of the stream, rebound to this
+// one: the modules' debug information is read once for every part.
 std::unique_ptr<RunAnalysis> analyze_sites(StreamReader& reader, const ChosenSnapshot& at, const std::vector<SnapshotMark>& marks,
-                                           const AnalysisOptions& options, std::function<bool(uint32_t stack)> keep, bool warn);
+                                           const AnalysisOptions& options, std::function<bool(uint32_t stack)> keep, bool warn,
+                                           std::unique_ptr<Symbolizer> symbolizer = nullptr);
 
 // section_of() is the section of a report that lists `group`.
 ReportSection section_of(const GroupReport& group);

@@ -136,8 +136,10 @@ struct Kept {
 };
 
 // name_families() reads the stream in `parts`, each keeping the stacks a hash gives it, and names
-// the family of groups of each stack that a site has, by the stack's id in the stream.
-std::vector<uint64_t> name_families(StreamReader& reader, const AnalysisOptions& options, uint64_t stream_stacks, uint32_t parts) {
+// the family of groups of each stack that a site has, by the stack's id in the stream; `symbolizer`
+// is rebound to each part.
+std::vector<uint64_t> name_families(StreamReader& reader, const AnalysisOptions& options, uint64_t stream_stacks, uint32_t parts,
+                                    Symbolizer& symbolizer) {
   std::vector<uint64_t> families(stream_stacks + 1, 0);
   for (uint32_t part = 0; part < parts; ++part) {
     reader.restart();
@@ -145,7 +147,7 @@ std::vector<uint64_t> name_families(StreamReader& reader, const AnalysisOptions&
     KeptStacks stacks([parts, part](uint32_t stack) { return internal::hash_mix(stack) % parts == part; });
     state.keep_sites_of(stacks.predicate());
     read_run(reader, 0, &state, [](const RunState&) {}, false);
-    Symbolizer symbolizer(state);
+    symbolizer.rebind(state);
     FrameRoles roles(options.fold, state.process().exe);
     GroupKeys keys(state, symbolizer, roles);
     for (uint32_t site = 1; site < state.sites().size(); ++site) {
@@ -170,16 +172,19 @@ std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const Chosen
   uint64_t stream_stacks = first->state.stream_stack_count();
   if (stream_stacks + 1 <= per_part) return first;
   bool leak_check = first->state.leak_check().has_value();
+  // One symbolizer for every read: what it reads of the modules' debug information (most of what a
+  // report of a large program holds) is read once.
+  std::unique_ptr<Symbolizer> symbolizer = std::move(first->symbolizer);
   first.reset();
   try {
     if (leak_check) {
       reader.restart();
-      std::unique_ptr<RunAnalysis> whole = analyze_sites(reader, at, marks, options, nullptr, false);
+      std::unique_ptr<RunAnalysis> whole = analyze_sites(reader, at, marks, options, nullptr, false, std::move(symbolizer));
       reader.check_unchanged();
       return whole;
     }
     auto parts = static_cast<uint32_t>(std::min<uint64_t>((stream_stacks + per_part) / per_part, kMaxReportParts));
-    std::vector<uint64_t> families = name_families(reader, options, stream_stacks, parts);
+    std::vector<uint64_t> families = name_families(reader, options, stream_stacks, parts, *symbolizer);
     Kept kept;
     for (uint32_t part = 0; part < parts; ++part) {
       reader.restart();
@@ -187,14 +192,17 @@ std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const Chosen
         uint64_t family = stack < families.size() ? families[stack] : 0;
         return internal::hash_mix(family) % parts == part;
       });
-      std::unique_ptr<RunAnalysis> analysis = analyze_sites(reader, at, marks, options, stacks.predicate(), false);
+      std::unique_ptr<RunAnalysis> analysis =
+          analyze_sites(reader, at, marks, options, stacks.predicate(), false, std::move(symbolizer));
       kept.take(*analysis, stacks, families, options);
+      symbolizer = std::move(analysis->symbolizer);
     }
     reader.restart();
     std::unordered_set<uint64_t> chosen = kept.families();
     std::unique_ptr<RunAnalysis> shown = analyze_sites(
         reader, at, marks, options,
-        [&families, &chosen](uint32_t stack) { return chosen.count(stack < families.size() ? families[stack] : 0) != 0; }, false);
+        [&families, &chosen](uint32_t stack) { return chosen.count(stack < families.size() ? families[stack] : 0) != 0; }, false,
+        std::move(symbolizer));
     reader.check_unchanged();  // each restart checked the part before it
     shown->read_in_parts = kept.counts;
     shown->parts_read = parts;

@@ -340,12 +340,19 @@ bool is_allocator_entry(const std::string& function) {
   return false;
 }
 
-Symbolizer::Symbolizer(const RunState& state) : state_(state), debug_(state.modules().size()) {}
+Symbolizer::Symbolizer(const RunState& state) : state_(&state), debug_(state.modules().size()) {}
 
 Symbolizer::~Symbolizer() = default;
 
+void Symbolizer::rebind(const RunState& state) {
+  state_ = &state;
+  frames_.clear();
+  segments_modules_ = 0;
+  if (debug_.size() < state.modules().size()) debug_.resize(state.modules().size());
+}
+
 void Symbolizer::index_segments() const {
-  const std::vector<Module>& modules = state_.modules();
+  const std::vector<Module>& modules = state_->modules();
   segments_.clear();
   for (uint32_t index = 0; index < modules.size(); ++index) {
     for (const ModuleSegment& segment : modules[index].segments) {
@@ -364,7 +371,7 @@ void Symbolizer::index_segments() const {
 // was alive then, else the latest one loaded there.
 const Module* Symbolizer::module_for(uint64_t address, uint32_t epoch) const {
   if ((address & internal::kInterpretedFrameTag) != 0) return nullptr;
-  const std::vector<Module>& modules = state_.modules();
+  const std::vector<Module>& modules = state_->modules();
   if (segments_modules_ != modules.size()) index_segments();
   auto after = std::upper_bound(segments_.begin(), segments_.end(), address,
                                 [](uint64_t value, const SegmentEntry& entry) { return value < entry.begin; });
@@ -468,7 +475,7 @@ SymbolizedFrame Symbolizer::interpreted_frame(uint64_t address) const {
   frame.address = address;
   uint32_t id = static_cast<uint32_t>((address & ~internal::kInterpretedFrameTag) >> 32);
   uint32_t offset = static_cast<uint32_t>(address);
-  const std::vector<Code>& codes = state_.codes();
+  const std::vector<Code>& codes = state_->codes();
   if (id >= codes.size() || !codes[id].known) {
     frame.function = "[unknown Python code]";
     frame.language = "python";
@@ -579,9 +586,9 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
 
 std::vector<const SymbolizedFrame*> Symbolizer::frames(uint32_t id) {
   std::vector<const SymbolizedFrame*> frames;
-  if (id < state_.stacks().size()) {
-    const Stack& stack = state_.stacks()[id];
-    for (uint64_t address : state_.frames(stack)) {
+  if (id < state_->stacks().size()) {
+    const Stack& stack = state_->stacks()[id];
+    for (uint64_t address : state_->frames(stack)) {
       // leakscope's own frames (the main it hands __libc_start_main) are no part of the program's.
       const Module* module = module_for(address, stack.first_epoch);
       if (module != nullptr && is_leakscope_module(module->path)) continue;
@@ -608,9 +615,9 @@ std::vector<const SymbolizedFrame*> Symbolizer::find_frames(uint32_t id, size_t 
                                                             const std::function<bool(const std::string&)>& skip_module,
                                                             const std::function<bool(const SymbolizedFrame&)>& accept) {
   std::vector<const SymbolizedFrame*> found;
-  if (id >= state_.stacks().size()) return found;
-  const Stack& stack = state_.stacks()[id];
-  for (uint64_t address : state_.frames(stack)) {
+  if (id >= state_->stacks().size()) return found;
+  const Stack& stack = state_->stacks()[id];
+  for (uint64_t address : state_->frames(stack)) {
     const Module* module = module_for(address, stack.first_epoch);
     if (module != nullptr && (skip_module(module->path) || is_leakscope_module(module->path))) continue;
     for (const SymbolizedFrame& frame : symbolize(address, stack.first_epoch)) {
@@ -623,9 +630,9 @@ std::vector<const SymbolizedFrame*> Symbolizer::find_frames(uint32_t id, size_t 
 }
 
 void Symbolizer::visit_frames(uint32_t id, const std::function<bool(const SymbolizedFrame&)>& visit) {
-  if (id >= state_.stacks().size()) return;
-  const Stack& stack = state_.stacks()[id];
-  for (uint64_t address : state_.frames(stack)) {
+  if (id >= state_->stacks().size()) return;
+  const Stack& stack = state_->stacks()[id];
+  for (uint64_t address : state_->frames(stack)) {
     const Module* module = module_for(address, stack.first_epoch);
     if (module != nullptr && is_leakscope_module(module->path)) continue;
     for (const SymbolizedFrame& frame : symbolize(address, stack.first_epoch)) {
@@ -635,10 +642,10 @@ void Symbolizer::visit_frames(uint32_t id, const std::function<bool(const Symbol
 }
 
 bool Symbolizer::runs_python_function(uint32_t id, const std::string& function, const std::string& file_prefix) const {
-  if (id >= state_.stacks().size()) return false;
+  if (id >= state_->stacks().size()) return false;
   // Only the code's name and file: no line table is decoded for it.
-  const std::vector<Code>& codes = state_.codes();
-  for (uint64_t address : state_.frames(state_.stacks()[id])) {
+  const std::vector<Code>& codes = state_->codes();
+  for (uint64_t address : state_->frames(state_->stacks()[id])) {
     if ((address & internal::kInterpretedFrameTag) == 0) continue;
     uint32_t code = static_cast<uint32_t>((address & ~internal::kInterpretedFrameTag) >> 32);
     if (code >= codes.size() || !codes[code].known) continue;

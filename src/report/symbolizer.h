@@ -44,6 +44,12 @@ class Symbolizer {
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
 
+  // rebind() has it read stacks from `state`, another read of the same stream (the same modules,
+  // the same interpreted code) whose stacks may be numbered otherwise (RunState::keep_sites_of()):
+  // what it read of each module's debug information stays, the frames it made go, and pointers to
+  // them with them.
+  void rebind(const RunState& state);
+
   // frames() symbolizes stack `id` (innermost first) with leading allocator entry points
   // (operator new and friends) removed, so frames[0] is the program's own code. Frames are cached
   // per address, stacks are not: a dump of a million stacks must not hold them all. The pointers
@@ -84,7 +90,7 @@ class Symbolizer {
   };
   void index_segments() const;
 
-  const RunState& state_;
+  const RunState* state_;
   mutable std::vector<SegmentEntry> segments_;
   mutable size_t segments_modules_ = 0;
   std::vector<std::unique_ptr<ModuleDebug>> debug_;
