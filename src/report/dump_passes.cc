@@ -104,9 +104,13 @@ JudgedSites DumpRead::read_pass(StreamReader& reader, const ChosenSnapshot& at, 
 }
 
 void DumpRead::keep_shown(const JudgedSites& judged) {
-  Symbolizer symbolizer(state_);
+  if (parts_symbolizer_) {
+    parts_symbolizer_->rebind(state_);
+  } else {
+    parts_symbolizer_ = std::make_unique<Symbolizer>(state_);
+  }
   std::unordered_map<uint32_t, LostFigures> lost = lost_by_site(state_);
-  for (const CapturedSite& site : judged.sites) kept_.push_back(site_of(site, judged.captures, symbolizer, lost));
+  for (const CapturedSite& site : judged.sites) kept_.push_back(site_of(site, judged.captures, *parts_symbolizer_, lost));
 }
 
 DumpSite DumpRead::site_of(const CapturedSite& captured, const SiteCaptures& captures, Symbolizer& symbolizer,

@@ -97,6 +97,9 @@ class DumpRead {
   // symbolizer_, null otherwise). Else the sites kept of every pass.
   JudgedSites whole_;
   std::unique_ptr<Symbolizer> symbolizer_;
+  // With --top: one symbolizer for every part, rebound to each, so that the modules' debug
+  // information is read once.
+  std::unique_ptr<Symbolizer> parts_symbolizer_;
   std::vector<DumpSite> kept_;
 };
 
