@@ -300,9 +300,10 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
 
 // analyze_sites() is analyze_run() of the sites whose stacks `keep` chooses (all when null;
 // RunState::keep_sites_of()), judged at `at`, chosen from `marks`; `warn` as read_run()'s. What is
-// program-wide is the whole stream's, but for the owners and what teardown freed: those are of the
-// sites kept. `symbolizer`, when given, is one of an earlier read of the stream, rebound to this
-// one: the modules' debug information is read once for every part.
+// program-wide is the whole stream's, but for what is summed over sites (the owners, what teardown
+// freed, the live bytes by domain, the peaks' holders): that is of the sites kept. `symbolizer`,
+// when given, is one of an earlier read of the stream, rebound to this one: the modules' debug
+// information is read once for every part.
 std::unique_ptr<RunAnalysis> analyze_sites(StreamReader& reader, const ChosenSnapshot& at, const std::vector<SnapshotMark>& marks,
                                            const AnalysisOptions& options, std::function<bool(uint32_t stack)> keep, bool warn,
                                            std::unique_ptr<Symbolizer> symbolizer = nullptr);
@@ -312,9 +313,10 @@ ReportSection section_of(const GroupReport& group);
 // count_in_sections() adds `group` to `counts` when it holds at least `min_bytes`.
 void count_in_sections(const GroupReport& group, int64_t min_bytes, SectionCounts* counts);
 
-// What the owners' lines are made of: for each task name and thread live at some sample, the bytes
-// it holds at the judged snapshot, its share of the leaks' growth and its live bytes over time;
-// and the growth of all the program's leaks. Sums of the sites', so that parts read apart add up.
+// What the owners' lines are made of: for each task name and thread, the bytes it holds at the
+// judged snapshot, its share of the leaks' growth and its live bytes over time (none for one live
+// at no sample, which is not shown); and the growth of all the program's leaks. Sums of the
+// sites', so that parts read apart add up.
 struct OwnerSums {
   struct Held {
     int64_t bytes = 0;
