@@ -95,10 +95,10 @@ struct Kept {
     }
     for (size_t g = 0; g < analysis.groups.size(); ++g) {
       const GroupReport& group = analysis.groups[g];
-      SectionCounts before = counts;
-      count_in_sections(group, options.min_bytes, &counts);
       size_t section = static_cast<size_t>(section_of(group));
-      if (counts[section].groups == before[section].groups) continue;  // not listed
+      size_t counted = counts[section].groups;
+      count_in_sections(group, options.min_bytes, &counts);
+      if (counts[section].groups == counted) continue;  // not listed
       const SiteReport& site = analysis.sites[first_site[g]];
       const CapturedSite& taken = analysis.capture_of(site);
       sections[section].push_back({{group.verdict, group.growth_bytes_per_min, group.live_bytes},
