@@ -327,12 +327,22 @@ void settle_reserve(SiteJudgement* judgement) {
 }
 
 // group_judgement_of() judges `group` on its parts (its one site's own, when it has one).
+// settle_residue() words the judgement of the runtime's own residue that too few snapshots saw to
+// judge: `check` leaves it out whatever its verdict, so a longer run or a shorter interval is no
+// advice for it (a stdio buffer first allocated as the program prints its result).
+void settle_residue(SiteJudgement* judgement) {
+  if (judgement->verdict != Verdict::kUnknown || judgement->samples >= kMinSamples) return;
+  judgement->reason = fmt::format("too few snapshots to judge ({}), and no need to: it is the runtime's own", judgement->samples);
+}
+
+// group_judgement_of() judges `group` on its parts (its one site's own, when it has one).
 SiteJudgement group_judgement_of(const RunAnalysis& analysis, const GroupReport& group) {
   SiteJudgement judgement = group.parts.size() == 1 ? site_judgement(analysis, group.parts[0])
                                                     : judge_site(group_evidence(analysis, group));
   bool reserve = std::all_of(group.parts.begin(), group.parts.end(),
                              [&](uint32_t part) { return analysis.sites[part].runtime == kCachingAllocatorReserve; });
   if (reserve) settle_reserve(&judgement);
+  if (group.runtime != nullptr && group.runtime != kCachingAllocatorReserve) settle_residue(&judgement);
   return judgement;
 }
 

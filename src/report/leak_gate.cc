@@ -271,8 +271,9 @@ GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options) {
   GateResult result;
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
     const GroupReport& group = analysis.groups[g];
-    // A caching allocator's reserve is never a leak, judged or not (device_layers.h).
-    if (group.verdict == Verdict::kUnknown && group.runtime != kCachingAllocatorReserve) {
+    // The runtime's own residue is never gated, and a caching allocator's reserve is never a leak
+    // (device_layers.h), judged or not: neither is left out for want of a judgement.
+    if (group.verdict == Verdict::kUnknown && group.runtime == nullptr) {
       result.unjudged.push_back({g, group.live_bytes});
       result.unjudged_bytes += group.live_bytes;
     }

@@ -76,18 +76,6 @@ std::string runtime_text(const GroupReport& group) {
   return fmt::format("runtime: {}, not the program's (leakscope check leaves it out)", group.runtime);
 }
 
-// unjudged_residue() is true for the runtime's own residue that too few snapshots saw to judge:
-// `check` leaves it out whatever its verdict, so a longer run or a shorter interval is no advice
-// for it (a stdio buffer first allocated as the program prints its result).
-bool unjudged_residue(const GroupReport& group, const SiteJudgement& judgement) {
-  return group.verdict == Verdict::kUnknown && group.runtime != nullptr && group.runtime != kCachingAllocatorReserve &&
-         judgement.samples < kMinSamples;
-}
-
-std::string residue_too_short_text(const SiteJudgement& judgement) {
-  return fmt::format("too few snapshots to judge ({}), and no need to: it is the runtime's own", judgement.samples);
-}
-
 std::string blocks_text(const RunAnalysis& analysis, const GroupReport& group) {
   std::string text = fmt::format("{} in {} block{}", format_bytes(group.live_bytes), group.live_blocks,
                                  group.live_blocks == 1 ? "" : "s");
@@ -629,7 +617,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
       for (size_t i = named ? 1 : 0; i < frames.size() && static_cast<int>(i) < other_frames; ++i) {
         out += fmt::format("      {} {}\n", i == 0 ? "at" : "by", frame_text(frames[i], kWidth - 9));
       }
-      out += wrap(unjudged_residue(group, judgement) ? residue_too_short_text(judgement) : judgement.reason, "      ");
+      out += wrap(judgement.reason, "      ");
     }
     if (count.empty_groups != 0) {
       out += wrap(fmt::format("{}{} group{} of blocks that hold 0 bytes ({} block{}: malloc(0), empty buffers): nothing to judge",

@@ -232,6 +232,12 @@ TEST(ReportCli, TheRuntimesOwnBufferSeenTooBrieflyGetsNoAdviceToRunLonger) {
   size_t registry = text.find("in (anonymous namespace)::register_schema()");
   ASSERT_NE(registry, std::string::npos) << text;
   EXPECT_LT(text.find("run longer", registry), text.find("\n  ", registry)) << text;
+
+  // Nor does the gate count it among the groups it could not judge: it never gates the runtime's own.
+  std::string gate = unwrapped(leakscope({"check", file}).out);
+  EXPECT_NE(gate.find("note: 2 groups (72.00 KiB) could not be judged"), std::string::npos) << gate;
+  EXPECT_EQ(gate.find("libstdc++"), std::string::npos) << gate;
+  EXPECT_EQ(gate.find("_IO_file_doallocate"), std::string::npos) << gate;
 }
 
 // The text names the six largest tasks and says how many more hold what.
