@@ -318,7 +318,7 @@ void drop_ending(const DeferredRecord& record, void* context) {
       high = middle;
     }
   }
-  if (low < copy->count && copy->blocks[low].begin == pointer) copy->blocks[low].readable = true;  // the mark, until mark_readable()
+  if (low < copy->count && copy->blocks[low].begin == pointer) copy->blocks[low].state = BlockState::kFreedBeforeScan;
 }
 
 void drop_pending_ends(BlockCopy* copy) {
@@ -326,7 +326,7 @@ void drop_pending_ends(BlockCopy* copy) {
   deferred_records_visit_pending(drop_ending, copy);
   size_t kept = 0;
   for (size_t i = 0; i < copy->count; ++i) {
-    if (copy->blocks[i].readable) {
+    if (copy->blocks[i].state == BlockState::kFreedBeforeScan) {
       copy->bytes -= copy->blocks[i].size;
       continue;
     }

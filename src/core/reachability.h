@@ -20,6 +20,7 @@ enum class BlockState : uint8_t {
   kUnreached = 0,  // after classify_lost(): directly lost
   kReachable = 1,
   kIndirectlyLost = 2,
+  kFreedBeforeScan = 3,  // freed by a record still queued when the program was paused: dropped before the scan
 };
 
 struct ScanBlock {
