@@ -34,7 +34,9 @@ uint64_t g_pss_due_ns = 0;  // monotonic time from which PSS is read again
 void proc_stats_read(ProcStats* stats, bool fresh) {
   *stats = ProcStats{};
   char text[4096];
-  if (sys::read_small_file("/proc/self/status", text, sizeof(text)) > 0) {
+  // thread-self, not self: once the main thread has ended by pthread_exit(), /proc/self is that
+  // zombie's, and tells no memory.
+  if (sys::read_small_file("/proc/thread-self/status", text, sizeof(text)) > 0) {
     stats->rss_bytes = proc_stats_field_bytes(text, "VmRSS");
     stats->anon_bytes = proc_stats_field_bytes(text, "RssAnon");
     stats->file_bytes = proc_stats_field_bytes(text, "RssFile");
@@ -43,7 +45,7 @@ void proc_stats_read(ProcStats* stats, bool fresh) {
     stats->hwm_bytes = proc_stats_field_bytes(text, "VmHWM");
   }
   uint64_t start = sys::monotonic_ns();
-  if ((fresh || start >= g_pss_due_ns) && sys::read_small_file("/proc/self/smaps_rollup", text, sizeof(text)) > 0) {
+  if ((fresh || start >= g_pss_due_ns) && sys::read_small_file("/proc/thread-self/smaps_rollup", text, sizeof(text)) > 0) {
     g_last_pss = proc_stats_field_bytes(text, "Pss");
     uint64_t end = sys::monotonic_ns();
     g_pss_due_ns = end + kPssDutyFactor * (end - start);

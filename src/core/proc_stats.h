@@ -1,7 +1,7 @@
 // File: proc_stats.h
 //
 // Process memory as the kernel sees it, taken at every snapshot so that reports can set tracked
-// bytes beside RSS/PSS. Reads /proc/self/status and /proc/self/smaps_rollup with raw syscalls.
+// bytes beside RSS/PSS. Reads /proc/thread-self/status and smaps_rollup with raw syscalls.
 //
 // status is counters the kernel keeps (about 30 us to read); smaps_rollup walks every page table
 // of the process under its memory-map lock (12 ms for python3 with torch loaded), stalling the

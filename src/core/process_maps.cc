@@ -51,7 +51,8 @@ bool ProcessMaps::read() {
     text_ = static_cast<char*>(sys::map_anonymous(capacity));
     if (text_ == nullptr) return false;
     text_capacity_ = capacity;
-    int fd = sys::open_file("/proc/self/maps", O_RDONLY, 0);
+    // thread-self: /proc/self/maps is empty once the main thread has ended by pthread_exit().
+    int fd = sys::open_file("/proc/thread-self/maps", O_RDONLY, 0);
     if (fd < 0) {
       release();
       return false;

@@ -1,8 +1,8 @@
 // File: process_maps.h
 //
-// The process's mappings as /proc/self/maps lists them, read with raw system calls into memory of
-// its own (never the hooked malloc), so that it can be read while the program's threads are paused
-// inside a leak check: what may be read, and what is anonymous memory the program wrote.
+// The process's mappings as /proc/thread-self/maps lists them, read with raw system calls into
+// memory of its own (never the hooked malloc), so that it can be read while the program's threads
+// are paused inside a leak check: what may be read, and what is anonymous memory the program wrote.
 #ifndef LEAKSCOPE_CORE_PROCESS_MAPS_H_
 #define LEAKSCOPE_CORE_PROCESS_MAPS_H_
 
@@ -26,7 +26,7 @@ class ProcessMaps {
   ProcessMaps(const ProcessMaps&) = delete;
   ProcessMaps& operator=(const ProcessMaps&) = delete;
 
-  // read() lists the mappings now, in address order; false when /proc/self/maps cannot be read or
+  // read() lists the mappings now, in address order; false when the maps cannot be read or
   // memory for it cannot be mapped.
   bool read();
   void release();

@@ -34,6 +34,7 @@
 #include "core/stack_depot.h"
 #include "core/sys.h"
 #include "core/task_registry.h"
+#include "core/thread_list.h"
 #include "core/thread_registry.h"
 #include "core/triple_registry.h"
 
@@ -80,6 +81,10 @@ bool g_writer_running = false;
 int g_writer_tid = 0;  // futex word: start_writer_thread() waits for the writer to publish it
 int g_leak_check_requested = 0;  // by leak_check_signal: the writer runs it
 int g_high_water_requested = 0;  // by high_water_publish(): the writer writes a snapshot
+// Set when the main thread ends by pthread_exit(): libc then ends the process when its last thread
+// ends, and counts the writer among them, so the writer must end it once the program's are gone.
+int g_main_thread_exited = 0;
+constexpr uint64_t kLastThreadPollNs = 10'000'000;
 
 // How long an exit or a dying thread waits for the writer's final snapshot: long enough for a
 // process with a million stacks, short enough that a stuck writer never keeps a crash waiting.
@@ -373,6 +378,14 @@ void knock_writer() {
   sys::futex_wake(&g_writer_knocks);
 }
 
+// end_process_as_last_thread() is what libc does when a process's last thread ends: exit(0), with
+// its atexit handlers, static destructors and stdio flush. The writer stands in for the program's
+// last thread, so what teardown allocates and frees is recorded as the program's.
+[[noreturn]] void end_process_as_last_thread() {
+  leakscope_tls_hook_depth = 0;
+  exit(0);
+}
+
 void* writer_main(void*) {
   leakscope_tls_hook_depth = 1;  // the writer's own libc calls are never the program's
   __atomic_store_n(&g_writer_tid, sys::get_tid(), __ATOMIC_RELEASE);
@@ -393,6 +406,8 @@ void* writer_main(void*) {
       g_snapshot_lock.unlock();
       continue;
     }
+    bool main_thread_exited = __atomic_load_n(&g_main_thread_exited, __ATOMIC_ACQUIRE) != 0;
+    if (main_thread_exited && !other_threads_running(sys::get_tid())) end_process_as_last_thread();
     uint64_t now = sys::monotonic_ns();
     // A high-water snapshot waits out the ramp's floor since the last snapshot, and four times
     // the last one's cost, as the ramp's do.
@@ -411,6 +426,7 @@ void* writer_main(void*) {
       uint64_t until = high_water && high_water_at < next ? high_water_at : next;
       // Records arriving fast: look again soon, so that the threads appending them need not knock.
       if (waiting >= kDeferredSettleAt && until - now > kDeferredSettlePollNs) until = now + kDeferredSettlePollNs;
+      if (main_thread_exited && until - now > kLastThreadPollNs) until = now + kLastThreadPollNs;
       sys::futex_wait(&g_writer_knocks, knocks, until - now);
       continue;
     }
@@ -673,6 +689,13 @@ void runtime_request_high_water_snapshot() {
 }
 
 int runtime_own_threads() { return g_writer_running ? 1 : 0; }
+
+void runtime_thread_exits() {
+  if (g_runtime_state.load(std::memory_order_acquire) != kActive || !g_writer_running) return;
+  if (sys::get_tid() != sys::get_pid()) return;
+  __atomic_store_n(&g_main_thread_exited, 1, __ATOMIC_RELEASE);
+  knock_writer();
+}
 
 void runtime_request_settle() {
   if (g_writer_running) knock_writer();

@@ -113,6 +113,11 @@ void runtime_request_settle();
 // runtime_own_threads() is the number of threads the runtime runs in the process (its writer).
 int runtime_own_threads();
 
+// runtime_thread_exits() is told by pthread_exit() before the calling thread ends. When it is the
+// main thread, the writer thread watches for the program's other threads to end, and then ends the
+// process as libc would have (exit(0)), which counts the writer as one of them and would wait.
+void runtime_thread_exits();
+
 // runtime_stream_path() is the path of the stream this process writes (empty before start).
 const char* runtime_stream_path();
 

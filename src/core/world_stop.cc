@@ -9,6 +9,7 @@
 #include <atomic>
 
 #include "core/sys.h"
+#include "core/thread_list.h"
 
 namespace leakscope::internal {
 namespace {
@@ -62,45 +63,11 @@ void on_stop_signal(int, siginfo_t* info, void* context) {
   errno = saved_errno;
 }
 
-// getdents64's record.
-struct DirectoryEntry {
-  uint64_t inode;
-  int64_t next;
-  uint16_t length;
-  uint8_t type;
-  char name[1];
-};
-
 bool already_listed(const StoppedWorld& world, pid_t tid) {
   for (uint32_t i = 0; i < world.count; ++i) {
     if (world.threads[i].tid == tid) return true;
   }
   return false;
-}
-
-// list_threads() calls visit(tid) for each thread /proc/self/task lists; false when it cannot
-// be read.
-template <typename Visit>
-bool list_threads(Visit&& visit) {
-  int fd = sys::open_file("/proc/self/task", O_RDONLY | O_DIRECTORY, 0);
-  if (fd < 0) return false;
-  alignas(8) char buffer[4096];
-  long filled;
-  while ((filled = sys::read_directory_entries(fd, buffer, sizeof(buffer))) > 0) {
-    for (long offset = 0; offset < filled;) {
-      auto* entry = reinterpret_cast<const DirectoryEntry*>(buffer + offset);
-      offset += entry->length;
-      pid_t tid = 0;
-      bool number = entry->name[0] != '\0';
-      for (const char* c = entry->name; *c != '\0'; ++c) {
-        if (*c < '0' || *c > '9') number = false;
-        tid = tid * 10 + (*c - '0');
-      }
-      if (number) visit(tid);
-    }
-  }
-  sys::close_file(fd);
-  return filled == 0;
 }
 
 // signal_new_threads() signals every thread of /proc/self/task not yet listed; returns how many

@@ -9,6 +9,9 @@
 //     after main's locals (a Server object, a vector of models) were destroyed, so reports take
 //     each site from it or the snapshot before it;
 //   - the library destructor writes the final snapshot after them;
+//   - a main thread that ends by pthread_exit() leaves the process to its last thread, which libc
+//     ends with exit(0); the writer thread would be that thread and never end, so it is told, and
+//     ends the process itself when the program's threads are gone;
 //   - _exit, _Exit and quick_exit skip both, so without these hooks a process that leaves by them
 //     (a forked worker, a crashed-out server) would lose its last epoch.
 #include <dlfcn.h>
@@ -93,6 +96,14 @@ extern "C" __attribute__((visibility("default"), noreturn)) void exit(int status
   leakscope::internal::runtime_mark_teardown(SnapshotReason::kTeardown);
   auto real = g_real.exit != nullptr ? g_real.exit : reinterpret_cast<void (*)(int)>(dlsym(RTLD_NEXT, "exit"));
   leakscope::internal::exit_now(real, status);
+}
+
+extern "C" __attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) {
+  leakscope::internal::runtime_thread_exits();
+  auto real = g_real.pthread_exit;
+  if (real == nullptr) real = reinterpret_cast<decltype(real)>(dlsym(RTLD_NEXT, "pthread_exit"));
+  real(value);
+  __builtin_unreachable();
 }
 
 extern "C" __attribute__((visibility("default"))) int __libc_start_main(

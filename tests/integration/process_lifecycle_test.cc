@@ -113,6 +113,23 @@ TEST(ProcessLifecycle, ProgramClosingAllDescriptorsNeverGetsFramesInItsFiles) {
   EXPECT_EQ(site_at(document, "leak_after_close")["live_bytes"], 7 * 999);
 }
 
+// libc ends such a process when its last thread ends, and the writer thread is one of its threads:
+// the writer must end it once the program's threads are gone, as libc would have, with exit(0).
+TEST(ProcessLifecycle, MainThreadEndingByPthreadExitLeavesTheProcessToEndWithItsLastThread) {
+  LifecycleRun run = run_lifecycle("main_thread_exits", {"--interval", "50ms"});
+  ASSERT_EQ(run.outcome.exit_code, 0) << run.outcome.err;
+  EXPECT_EQ(run.outcome.out, "main leaves\natexit ran\n");
+  nlohmann::json document = dump(run.file, {"--at", "end"});
+  EXPECT_EQ(document["ended_by"], "exit");
+  nlohmann::json leak = site_at(document, "leak_after_main_exit");
+  EXPECT_EQ(leak["live_bytes"], 2 * 12 * 1500);
+  EXPECT_EQ(leak["live_blocks"], 2 * 12);
+  EXPECT_TRUE(sites_at(document, "cache_freed_at_exit").empty());  // freed by the atexit handler
+  EXPECT_GT(document["rss_bytes"].get<double>(), 0);  // read while the main thread is a zombie
+  nlohmann::json teardown = dump(run.file);
+  EXPECT_EQ(site_at(teardown, "cache_freed_at_exit")["live_bytes"], 4 * 8000);
+}
+
 TEST(ProcessLifecycle, SigkilledProcessFileStillNamesTheLeak) {
   LifecycleRun run = run_lifecycle("sigkill", {"--interval", "50ms"});
   EXPECT_EQ(run.outcome.exit_code, 128 + 9);
