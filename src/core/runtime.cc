@@ -661,11 +661,11 @@ void runtime_after_bookkeeping_slow() {
   sys::unblock_signal(signal_number);
 }
 
-int runtime_snapshot_now() {
+int runtime_snapshot_now(SnapshotReason reason) {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive) return -1;
   Bookkeeping bookkeeping;
   g_snapshot_lock.lock();
-  int result = write_snapshot_locked(SnapshotReason::kOnDemand, 0, false);
+  int result = write_snapshot_locked(reason, 0, false);
   g_snapshot_lock.unlock();
   return result;
 }

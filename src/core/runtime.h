@@ -91,8 +91,9 @@ bool runtime_start();
 // runtime_options() are the effective options (valid after init).
 const Options& runtime_options();
 
-// runtime_snapshot_now() writes a snapshot now; 0 on success, -1 when not tracking or on error.
-int runtime_snapshot_now();
+// runtime_snapshot_now() writes a snapshot now, for `reason`; 0 on success, -1 when not tracking
+// or on error.
+int runtime_snapshot_now(SnapshotReason reason = SnapshotReason::kOnDemand);
 
 // runtime_leak_check() runs a leak check on the calling thread (leakscope_leak_check()) and writes
 // the snapshot that carries it; returns the bytes found lost, or -1 when not tracking, in sampled

@@ -91,6 +91,7 @@ enum class SnapshotReason : uint32_t {
   kMainReturned = 7,    // teardown begins at main's return: main's own locals are already destroyed
   kQuickExit = 8,       // the final one at quick_exit(): at_quick_exit handlers run after it
   kHighWater = 9,       // tracked host or device memory rose well above every snapshot before (high_water)
+  kBeforeCollection = 10,  // an interpreter collects its garbage a last time next, before its teardown
 };
 
 // A stack frame with this bit set is a frame of interpreted code, not a return address:

@@ -17,6 +17,7 @@ void JudgedCapture::observe(const RunState& state) {
   uint32_t index = state.snapshot_count();
   if (done_ || index == 0) return;
   if (index == at_.midway && index < at_.earliest) observe_midway(state);
+  if (index == at_.collection && at_.shutdown != 0) observe_before_collection(state);
   if (at_.earlier != 0 && index >= at_.earliest && index <= at_.earlier) {
     observe_earlier(state, index);
     return;
@@ -34,6 +35,14 @@ void JudgedCapture::observe_midway(const RunState& state) {
   midway_bytes_.grow(state.sites().size());
   for (uint32_t id = 1; id < state.sites().size(); ++id) {
     if (triples.live(id)) midway_bytes_[id] = triples.live_bytes(id);
+  }
+}
+
+void JudgedCapture::observe_before_collection(const RunState& state) {
+  TriplesBySite triples(state);
+  before_collection_bytes_.grow(state.sites().size());
+  for (uint32_t id = 1; id < state.sites().size(); ++id) {
+    if (triples.live(id)) before_collection_bytes_[id] = triples.live_bytes(id);
   }
 }
 
@@ -110,6 +119,11 @@ void JudgedCapture::judge(const RunState& state) {
     // their locals with them (a request loop's bounded cache): only what grew all along is taken
     // from before (the log a service cleared as it shut down). At main's return, everything is.
     if (!at_.main_returned && !before.run_start_grew_all_along) continue;
+    // What the interpreter's last collection freed, half or more of what the site held before it,
+    // was garbage, reference cycles the collector had not reached yet: it grew all along as garbage
+    // does until a full collection, and is judged at the mark.
+    int64_t before_collection = id < before_collection_bytes_.size() ? before_collection_bytes_[id] : 0;
+    if (before_collection > 0 && 2 * held_now <= before_collection) continue;
     CapturedSite taken = earlier_sites_[before.run_start];
     taken.from_earlier = true;
     sites.push_back(taken);
@@ -118,6 +132,7 @@ void JudgedCapture::judge(const RunState& state) {
   earlier_ = {};
   earlier_sites_ = {};
   midway_bytes_ = {};
+  before_collection_bytes_ = {};
   std::vector<CapturedSite*> kept;
   for (CapturedSite& site : sites) kept.push_back(&site);
   captures.compact(kept, true);

@@ -16,7 +16,9 @@
 // quarter of it born in the first half of its life, or, for blocks re-allocated ever larger, which
 // are born anew at each growth, at least half as much again as it held midway to the shutdown):
 // the locals of functions that returned, a request loop's cache among them, are gone as they would
-// be at any other moment. Captures of the shutdown's snapshots are kept only where a site's run may
+// be at any other moment; and not one that the interpreter's last collection, just before the mark,
+// freed of half or more of what it held: reference cycles grow all along as garbage until a full
+// collection reaches them (snapshot_choice.h). Captures of the shutdown's snapshots are kept only where a site's run may
 // start (report/site_capture.h), so memory stays one capture per site and not one per snapshot.
 #ifndef LEAKSCOPE_REPORT_JUDGED_STATE_H_
 #define LEAKSCOPE_REPORT_JUDGED_STATE_H_
@@ -61,6 +63,7 @@ class JudgedCapture {
 
  private:
   void observe_midway(const RunState& state);
+  void observe_before_collection(const RunState& state);
   void observe_earlier(const RunState& state, uint32_t index);
   void judge(const RunState& state);
 
@@ -84,6 +87,7 @@ class JudgedCapture {
   // Chunked: there may be a few hundred thousand of each, grown snapshot by snapshot.
   ChunkedVector<EarlierSite> earlier_;         // by site id
   ChunkedVector<int64_t> midway_bytes_;        // by site id: live bytes at the snapshot midway to the shutdown
+  ChunkedVector<int64_t> before_collection_bytes_;  // by site id: live bytes before the last garbage collection
   ChunkedVector<CapturedSite> earlier_sites_;  // their details in judged_.captures
   JudgedSites judged_;
   std::array<int64_t, internal::kDomainCount> by_domain_{};

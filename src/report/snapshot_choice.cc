@@ -141,16 +141,24 @@ ChosenSnapshot choose_snapshot(const SnapshotChoice& choice, const std::vector<S
         // at the mark.
         // High-water snapshots are taken at the top of a rise: where a burst's own free would read as
         // the start of a shutdown. The fall is read from the others.
+        // An interpreter's last collection of its garbage, just before the mark, frees reference
+        // cycles it had not reached yet: no shutdown of the program's. Its fall is left out: the
+        // shutdown is read up to the snapshot taken before it.
+        uint32_t program_end = chosen.teardown;
+        for (uint32_t i = chosen.teardown - 1; i >= 1 && program_end == chosen.teardown; --i) {
+          if (marks[i - 1].reason == SnapshotReason::kBeforeCollection) program_end = i;
+        }
         std::vector<SnapshotMark> paced;
         std::vector<uint32_t> index_of;  // paced[i] is marks[index_of[i] - 1]
-        for (uint32_t i = 1; i <= chosen.teardown; ++i) {
+        for (uint32_t i = 1; i <= program_end; ++i) {
           if (marks[i - 1].reason == SnapshotReason::kHighWater) continue;
           paced.push_back(marks[i - 1]);
           index_of.push_back(i);
         }
+        if (program_end < chosen.teardown) chosen.collection = program_end;
         uint32_t shutdown = index_of[shutdown_start(paced, static_cast<uint32_t>(paced.size()), sample_interval != 0) - 1];
         const char* mark = chosen.main_returned ? "main returned" : "teardown begins: exit() or the interpreter's finalization";
-        if (shutdown < chosen.teardown) {
+        if (shutdown < program_end) {
           chosen.shutdown = shutdown;
           chosen.earlier = chosen.teardown - 1;
           chosen.earliest = shutdown;

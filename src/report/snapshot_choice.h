@@ -52,6 +52,9 @@ struct ChosenSnapshot {
   uint32_t teardown = 0;  // index of the teardown mark; 0 when there is none
   uint32_t shutdown = 0;  // where a shutdown that frees up to the mark began (shutdown_start()); 0: none
   uint32_t midway = 0;    // with a shutdown: the snapshot nearest half its start's time (judged_state.h)
+  // The snapshot before an interpreter's last collection of its garbage, just before the mark;
+  // 0 when there is none (judged_state.h).
+  uint32_t collection = 0;
   bool main_returned = false;  // the judged mark is main's return (not exit() or finalization)
   std::string why;        // how it was chosen: "where teardown begins: ...", "as --at asks", ...
   SnapshotMark last{};    // the stream's last snapshot, for "ended by"
