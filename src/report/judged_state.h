@@ -18,8 +18,9 @@
 // the locals of functions that returned, a request loop's cache among them, are gone as they would
 // be at any other moment; and not one that the interpreter's last collection, just before the mark,
 // freed of half or more of what it held: reference cycles grow all along as garbage until a full
-// collection reaches them (snapshot_choice.h). Captures of the shutdown's snapshots are kept only where a site's run may
-// start (report/site_capture.h), so memory stays one capture per site and not one per snapshot.
+// collection reaches them (snapshot_choice.h). Captures of the shutdown's snapshots are kept only
+// where a site's run may start (report/site_capture.h), so memory stays one capture per site and
+// not one per snapshot.
 #ifndef LEAKSCOPE_REPORT_JUDGED_STATE_H_
 #define LEAKSCOPE_REPORT_JUDGED_STATE_H_
 

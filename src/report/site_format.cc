@@ -96,6 +96,7 @@ nlohmann::json run_header_json(const RunHeader& header) {
   document["snapshot"] = header.at.index;
   document["snapshot_chosen"] = header.at.why;
   document["teardown_snapshot"] = header.at.teardown != 0 ? nlohmann::json(header.at.teardown) : nlohmann::json();
+  document["collection_snapshot"] = header.at.collection != 0 ? nlohmann::json(header.at.collection) : nlohmann::json();
   document["epoch"] = shown.epoch;
   document["time_s"] = static_cast<double>(shown.time_ns) / 1e9;
   document["duration_s"] = static_cast<double>(header.at.last.time_ns) / 1e9;
