@@ -834,8 +834,22 @@ SiteJudgement group_judgement(const RunAnalysis& analysis, size_t index) {
   return group_judgement_of(analysis, analysis.groups[index]);
 }
 
+VerdictCounts verdict_counts(const RunAnalysis& analysis) {
+  VerdictCounts counts;
+  for (const GroupReport& group : analysis.groups) ++counts.groups[static_cast<size_t>(verdict_rank(group.verdict))];
+  for (const SiteReport& site : analysis.sites) ++counts.sites[static_cast<size_t>(verdict_rank(site.verdict))];
+  return counts;
+}
+
+uint32_t group_id(const RunAnalysis& analysis, size_t index) {
+  const GroupReport& group = analysis.groups[index];
+  return analysis.state.stream_site_id(analysis.capture_of(analysis.sites[group.parts[0]]).site);
+}
+
 SiteSummary site_summary(const RunAnalysis& analysis, size_t index) {
-  return analysis.captures.summary(analysis.state, analysis.capture_of(analysis.sites[index]));
+  SiteSummary summary = analysis.captures.summary(analysis.state, analysis.capture_of(analysis.sites[index]));
+  summary.site = analysis.state.stream_site_id(summary.site);  // a report names sites as the stream does
+  return summary;
 }
 
 SiteDetail site_detail(const RunAnalysis& analysis, size_t index) {

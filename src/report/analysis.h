@@ -168,6 +168,14 @@ bool ranks_before(const Ranked& a, int64_t a_bytes, const Ranked& b, int64_t b_b
   return a_bytes > b_bytes;
 }
 
+// How many groups and sites of each verdict a run has, in verdict_rank() order, whatever --top and
+// --min-bytes leave out.
+inline constexpr size_t kVerdictCount = 4;
+struct VerdictCounts {
+  std::array<size_t, kVerdictCount> groups{};
+  std::array<size_t, kVerdictCount> sites{};
+};
+
 // How many of a peak's holders a report names.
 inline constexpr size_t kPeakHoldersShown = 5;
 
@@ -188,8 +196,9 @@ struct AnalysisOptions {
   SnapshotChoice at;
   std::string fold;  // framework modules for grouping and folding (--fold)
   // Memory for the sites held at once (0: no limit). A stream with more is read in parts, each
-  // holding whole groups, and the analysis keeps only the groups a report of `top` groups per
-  // section of at least `min_bytes` shows (report/report_passes.h); with `top` 0, it is read at once.
+  // holding whole groups, and the analysis keeps only the groups and sites a report of `top` per
+  // section and per verdict of at least `min_bytes` shows (report/report_passes.h); with `top` 0,
+  // it is read at once.
   uint64_t site_memory = 0;
   size_t top = 0;
   int64_t min_bytes = 0;
@@ -222,10 +231,15 @@ struct RunAnalysis {
   PeakReport device_peak;  // snapshot 0 when no device memory was tracked
   std::vector<DevicePeak> device_peaks;  // by ordinal; only devices the program took memory on
   TeardownReport teardown;
-  // Read in parts (AnalysisOptions::site_memory): `groups` holds only those a report shows (the
-  // top of each section, the peaks' largest holders), and these are every section's counts. What
-  // is program-wide (owners, teardown, peaks, residency) is of the whole stream either way.
-  std::optional<SectionCounts> read_in_parts;
+  // Read in parts (AnalysisOptions::site_memory): `groups` and `sites` hold only those a report
+  // shows (the top of each section and of each verdict, the peaks' largest holders), and these are
+  // the whole stream's counts. What is program-wide (owners, teardown, peaks, residency) is of the
+  // whole stream either way.
+  struct CountsInParts {
+    SectionCounts sections{};
+    VerdictCounts verdicts;
+  };
+  std::optional<CountsInParts> read_in_parts;
   size_t parts_read = 0;  // how many parts the groups were read in; 0: at once
   std::unique_ptr<Symbolizer> symbolizer;  // over `state`
   FrameRoles roles;
@@ -252,6 +266,13 @@ int64_t freed_at_exit_bytes(const RunAnalysis& analysis, const SiteReport& site)
 // freed_when() says when those bytes went, as the report and the gate word it: "at exit" after
 // exit() or an interpreter's finalization, "at the end" when main returned (its locals with it).
 inline const char* freed_when(const RunAnalysis& analysis) { return analysis.at.main_returned ? "at the end" : "at exit"; }
+
+// verdict_counts() counts the groups and sites of `analysis` by verdict.
+VerdictCounts verdict_counts(const RunAnalysis& analysis);
+
+// group_id() is how a report names group `index` of analysis.groups: the stream's id of its
+// largest site (the first of its parts), the same however the stream was read.
+uint32_t group_id(const RunAnalysis& analysis, size_t index);
 
 // site_summary() is site `index` of analysis.sites whole, with its owners' names; site_detail()
 // adds its judgement and the rest a report shows of it.

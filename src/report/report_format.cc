@@ -52,7 +52,7 @@ std::vector<size_t> section(const RunAnalysis& analysis, ReportSection kind, con
     count_in_sections(group, options.min_bytes, &counts);
     if (counts[static_cast<size_t>(kind)].groups != counted && groups.size() < options.top) groups.push_back(g);
   }
-  *count = analysis.read_in_parts ? (*analysis.read_in_parts)[static_cast<size_t>(kind)] : counts[static_cast<size_t>(kind)];
+  *count = analysis.read_in_parts ? analysis.read_in_parts->sections[static_cast<size_t>(kind)] : counts[static_cast<size_t>(kind)];
   return groups;
 }
 
@@ -239,7 +239,7 @@ nlohmann::json site_analysis_json(const RunAnalysis& analysis, size_t index, con
   entry["median_age_s"] = site.median_age_s;
   entry["freed_bytes_by_lifetime"] = site.freed_bytes_by_lifetime;
   entry["freed_at_exit_bytes"] = site.freed_at_exit_bytes;
-  entry["group"] = site.group;
+  entry["group"] = group_id(analysis, site.group);
   entry["first_user_frame"] = user_frame_json(analysis.groups[site.group]);
   add_lost_json(site.lost, &entry);
   entry["from_leak_check"] = site.from_leak_check;
@@ -251,7 +251,7 @@ nlohmann::json site_analysis_json(const RunAnalysis& analysis, size_t index, con
 void group_item(const RunAnalysis& analysis, size_t index, JsonItems& items) {
   const GroupReport& group = analysis.groups[index];
   nlohmann::json entry;
-  entry["id"] = index;
+  entry["id"] = group_id(analysis, index);
   entry["first_user_frame"] = user_frame_json(group);
   entry["called_from"] = group.caller_frame != nullptr ? frame_json(*group.caller_frame) : nlohmann::json();
   entry["frame"] = frame_json(*group.user_frame);
@@ -277,7 +277,7 @@ void group_item(const RunAnalysis& analysis, size_t index, JsonItems& items) {
                  for (uint32_t part : group.parts) {
                    const SiteReport& site = analysis.sites[part];
                    const CapturedSite& taken = analysis.capture_of(site);
-                   parts.item({{"site", taken.site}, {"domain", domain_name(analysis.domain_of(site))},
+                   parts.item({{"site", analysis.state.stream_site_id(taken.site)}, {"domain", domain_name(analysis.domain_of(site))},
                                {"live_bytes", taken.live_bytes}, {"live_blocks", taken.live_blocks}});
                  }
                }}});
@@ -298,7 +298,7 @@ nlohmann::json report_members(const RunAnalysis& analysis, const ReportOptions& 
   std::vector<size_t> lost = lost_findings(analysis, options);
   for (size_t i = 0; i < lost.size() && i < options.top; ++i) {
     const GroupReport& group = analysis.groups[lost[i]];
-    nlohmann::json finding = {{"kind", "lost"}, {"group", lost[i]}};
+    nlohmann::json finding = {{"kind", "lost"}, {"group", group_id(analysis, lost[i])}};
     add_lost_json(group.lost, &finding);
     finding["text"] = lost_finding_text(analysis, frame_name(*group.user_frame, 60), group.lost, group.verdict);
     findings.push_back(finding);
@@ -336,7 +336,7 @@ nlohmann::json report_members(const RunAnalysis& analysis, const ReportOptions& 
     for (const PeakReport::Holder& holder : peak.holders) {
       if (holders.size() >= options.top) break;
       holders.push_back({{"name", frame_name(*holder.frame, 40)}, {"bytes", holder.bytes},
-                         {"group", holder.group != SIZE_MAX ? nlohmann::json(holder.group) : nlohmann::json()}});
+                         {"group", holder.group != SIZE_MAX ? nlohmann::json(group_id(analysis, holder.group)) : nlohmann::json()}});
     }
     return nlohmann::json{{"snapshot", peak.snapshot}, {"time_s", peak.time_s}, {"tracked_bytes", peak.tracked_bytes}, {"holders", holders}};
   };
@@ -357,12 +357,11 @@ nlohmann::json report_members(const RunAnalysis& analysis, const ReportOptions& 
                                               {"end_s", analysis.teardown.end_s},
                                               {"freed_bytes", analysis.teardown.freed_bytes}};
   // How many of each verdict there are in all, whatever --top and --min-bytes left out.
+  VerdictCounts counts = analysis.read_in_parts ? analysis.read_in_parts->verdicts : verdict_counts(analysis);
   nlohmann::json totals = {{"groups", nlohmann::json::object()}, {"sites", nlohmann::json::object()}};
   for (Verdict verdict : {Verdict::kLeak, Verdict::kCache, Verdict::kStartup, Verdict::kUnknown}) {
-    totals["groups"][verdict_name(verdict)] = std::count_if(analysis.groups.begin(), analysis.groups.end(),
-                                                            [&](const GroupReport& g) { return g.verdict == verdict; });
-    totals["sites"][verdict_name(verdict)] = std::count_if(analysis.sites.begin(), analysis.sites.end(),
-                                                           [&](const SiteReport& r) { return r.verdict == verdict; });
+    totals["groups"][verdict_name(verdict)] = counts.groups[static_cast<size_t>(verdict_rank(verdict))];
+    totals["sites"][verdict_name(verdict)] = counts.sites[static_cast<size_t>(verdict_rank(verdict))];
   }
   document["totals"] = totals;
   return document;

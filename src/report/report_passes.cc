@@ -66,6 +66,21 @@ bool held_more(const HolderCandidate& a, const HolderCandidate& b) {
   return a.bytes != b.bytes ? a.bytes > b.bytes : a.first_site_id < b.first_site_id;
 }
 
+// A site the JSON may list, as the read of its part found it.
+struct SiteCandidate {
+  Rank site;
+  uint32_t site_id = 0;  // the stream's
+  uint64_t family = 0;
+};
+
+// Sites that rank alike keep the order of the stream's ids (analysis.cc orders them by live bytes
+// and id before ranking them).
+bool site_listed_before(const SiteCandidate& a, const SiteCandidate& b) {
+  if (ranks_before(a.site, a.site.bytes, b.site, b.site.bytes)) return true;
+  if (ranks_before(b.site, b.site.bytes, a.site, a.site.bytes)) return false;
+  return a.site_id < b.site_id;
+}
+
 // keep_first() sorts `items` by `before` and keeps the first `count`.
 template <typename T, typename Before>
 void keep_first(std::vector<T>* items, size_t count, Before before) {
@@ -73,11 +88,15 @@ void keep_first(std::vector<T>* items, size_t count, Before before) {
   if (items->size() > count) items->resize(count);
 }
 
-// What the second round keeps of its parts.
+// What the second round keeps of its parts: for the text, the top of each section; for the JSON,
+// the top groups and sites of each verdict and more of the peaks' holders.
 struct Kept {
   std::array<std::vector<Candidate>, kReportSections> sections;
+  std::array<std::vector<Candidate>, kVerdictCount> groups_by_verdict;
+  std::array<std::vector<SiteCandidate>, kVerdictCount> sites_by_verdict;
   std::vector<HolderCandidate> peak_holders, device_peak_holders;
   SectionCounts counts{};
+  VerdictCounts verdicts;
   OwnerSums owners;
   int64_t teardown_freed_bytes = 0;
   std::array<int64_t, internal::kDomainCount> live_bytes_by_domain{};  // of the sites judged
@@ -95,24 +114,40 @@ struct Kept {
     }
     for (size_t g = 0; g < analysis.groups.size(); ++g) {
       const GroupReport& group = analysis.groups[g];
+      const SiteReport& site = analysis.sites[first_site[g]];
+      const CapturedSite& taken = analysis.capture_of(site);
+      Candidate candidate{{group.verdict, group.growth_bytes_per_min, group.live_bytes},
+                          {site.verdict, site.growth_bytes_per_min, taken.live_bytes},
+                          analysis.state.stream_site_id(taken.site),
+                          family_of_site(taken.site)};
       size_t section = static_cast<size_t>(section_of(group));
       size_t counted = counts[section].groups;
       count_in_sections(group, options.min_bytes, &counts);
-      if (counts[section].groups == counted) continue;  // not listed
-      const SiteReport& site = analysis.sites[first_site[g]];
-      const CapturedSite& taken = analysis.capture_of(site);
-      sections[section].push_back({{group.verdict, group.growth_bytes_per_min, group.live_bytes},
-                                   {site.verdict, site.growth_bytes_per_min, taken.live_bytes},
-                                   analysis.state.stream_site_id(taken.site),
-                                   family_of_site(taken.site)});
+      if (counts[section].groups != counted) sections[section].push_back(candidate);
+      if (group.live_bytes >= options.min_bytes) groups_by_verdict[verdict_rank(group.verdict)].push_back(candidate);
     }
     for (auto& listed : sections) keep_first(&listed, options.top, listed_before);
+    for (auto& listed : groups_by_verdict) keep_first(&listed, options.top, listed_before);
+    for (const SiteReport& site : analysis.sites) {
+      const CapturedSite& taken = analysis.capture_of(site);
+      if (taken.live_bytes < options.min_bytes) continue;
+      sites_by_verdict[verdict_rank(site.verdict)].push_back(
+          {{site.verdict, site.growth_bytes_per_min, taken.live_bytes}, analysis.state.stream_site_id(taken.site), family_of_site(taken.site)});
+    }
+    for (auto& listed : sites_by_verdict) keep_first(&listed, options.top, site_listed_before);
+    VerdictCounts part_verdicts = verdict_counts(analysis);
+    for (size_t v = 0; v < kVerdictCount; ++v) {
+      verdicts.groups[v] += part_verdicts.groups[v];
+      verdicts.sites[v] += part_verdicts.sites[v];
+    }
+    // The text names five holders; the JSON up to --top.
+    size_t holders_kept = std::max(options.top, kPeakHoldersShown);
     auto take_holders = [&](const PeakReport& peak, std::vector<HolderCandidate>* kept) {
-      for (size_t i = 0; i < peak.holders.size() && i < kPeakHoldersShown; ++i) {
+      for (size_t i = 0; i < peak.holders.size() && i < holders_kept; ++i) {
         const PeakReport::Holder& holder = peak.holders[i];
         kept->push_back({holder.bytes, analysis.state.stream_site_id(holder.site), family_of_site(holder.site)});
       }
-      keep_first(kept, kPeakHoldersShown, held_more);
+      keep_first(kept, holders_kept, held_more);
     };
     take_holders(analysis.peak, &peak_holders);
     take_holders(analysis.device_peak, &device_peak_holders);
@@ -127,6 +162,12 @@ struct Kept {
     std::unordered_set<uint64_t> chosen;
     for (const auto& listed : sections) {
       for (const Candidate& candidate : listed) chosen.insert(candidate.family);
+    }
+    for (const auto& listed : groups_by_verdict) {
+      for (const Candidate& candidate : listed) chosen.insert(candidate.family);
+    }
+    for (const auto& listed : sites_by_verdict) {
+      for (const SiteCandidate& candidate : listed) chosen.insert(candidate.family);
     }
     for (const auto* holders : {&peak_holders, &device_peak_holders}) {
       for (const HolderCandidate& holder : *holders) chosen.insert(holder.family);
@@ -204,7 +245,7 @@ std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const Chosen
         [&families, &chosen](uint32_t stack) { return chosen.count(stack < families.size() ? families[stack] : 0) != 0; }, false,
         std::move(symbolizer));
     reader.check_unchanged();  // each restart checked the part before it
-    shown->read_in_parts = kept.counts;
+    shown->read_in_parts = RunAnalysis::CountsInParts{kept.counts, kept.verdicts};
     shown->parts_read = parts;
     shown->teardown.freed_bytes = kept.teardown_freed_bytes;
     set_owners(*shown, kept.owners);

@@ -5,10 +5,11 @@
 // single read judges it. What makes sites one group is their naming frame, known only once their
 // stacks are symbolized: a first round of reads, each keeping a share of the stacks, gives each
 // stack its family of groups (GroupKeys::family_of(): 8 bytes a stack); a second round reads the
-// families part by part and keeps of each part only the groups a report can show (the top of each
-// section, the peaks' largest holders) and what it counts of the whole (each section's groups,
-// the owners, what teardown freed); a last read takes the families of the groups kept, whole. A
-// report of the result prints what a report of one read prints. A stream whose sites fit is read
+// families part by part and keeps of each part only the groups and sites a report can show (the
+// top of each section, of each verdict for the JSON, the peaks' largest holders) and what it
+// counts of the whole (each section's and verdict's groups and sites, the owners, what teardown
+// freed); a last read takes the families of those kept, whole. A report of the result, text or
+// JSON, prints what a report of one read prints. A stream whose sites fit is read
 // once, and so is one that holds a leak check (its findings name places across groups).
 #ifndef LEAKSCOPE_REPORT_REPORT_PASSES_H_
 #define LEAKSCOPE_REPORT_REPORT_PASSES_H_

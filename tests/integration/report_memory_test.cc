@@ -73,8 +73,8 @@ TEST(ReportMemory, HundredsOfThousandsOfLiveSitesCostUnderAKibibyteEach) {
 }
 
 // A Python service with 20 000 generated route handlers, each holding its cached response: as many
-// groups, each named by its handler's line. Its text report, read in parts that hold whole groups
-// (--site-memory), is the report of one read, in about half the memory.
+// groups, each named by its handler's line. Its report, text or JSON, read in parts that hold whole
+// groups (--site-memory), is the report of one read, in about half the memory.
 TEST(ReportMemory, ManyGroupsAreReadInPartsThatEachHoldWholeGroups) {
   std::string file = scratch_dir() + "/routes.lsc";
   Outcome run = leakscope({"run", "-o", file, "--", "/usr/bin/python3", fixture_source("route_table_service.py"), "20000", "1.5"});
@@ -101,6 +101,17 @@ TEST(ReportMemory, ManyGroupsAreReadInPartsThatEachHoldWholeGroups) {
     ASSERT_EQ(read_in_parts.exit_code, 0) << read_in_parts.err;
     EXPECT_EQ(read_in_parts.out, whole.out);
   }
+  // The JSON's lists of each verdict too, with the stream's ids for groups and sites.
+  Outcome json_at_once = leakscope({"report", "--format", "json", "--top", "5", "--site-memory", "0", file});
+  Outcome json_in_parts = leakscope({"report", "--format", "json", "--top", "5", "--site-memory", "1MiB", file});
+  ASSERT_EQ(json_in_parts.exit_code, 0) << json_in_parts.err;
+  EXPECT_EQ(json_in_parts.out, json_at_once.out);
+  EXPECT_LT(json_in_parts.max_rss_kib * 4, json_at_once.max_rss_kib * 3)
+      << "parts " << json_in_parts.max_rss_kib << " KiB, one read " << json_at_once.max_rss_kib;
+  nlohmann::json document = nlohmann::json::parse(json_in_parts.out);
+  EXPECT_GE(document["totals"]["groups"]["startup"].get<int>(), 20000);
+  EXPECT_EQ(document["groups"][0]["verdict"], "leak");
+  EXPECT_EQ(document["groups"][0]["id"], document["groups"][0]["parts"][0]["site"]);
 }
 
 }  // namespace

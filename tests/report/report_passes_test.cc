@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "report/analysis.h"
+#include "report/report_format.h"
 #include "report/report_passes.h"
 #include "support/stream_builder.h"
 
@@ -47,8 +48,8 @@ TEST_F(ReportPasses, KeepsTheGroupsShownAndCountsThemAll) {
 
   // One snapshot is too short to judge: every group is in the "Not judged" section.
   ASSERT_EQ(one_read->groups.size(), 200u);
-  EXPECT_EQ((*in_parts->read_in_parts)[static_cast<size_t>(ReportSection::kNotJudged)].groups, 200u);
-  EXPECT_EQ((*in_parts->read_in_parts)[static_cast<size_t>(ReportSection::kLeaks)].groups, 0u);
+  EXPECT_EQ(in_parts->read_in_parts->sections[static_cast<size_t>(ReportSection::kNotJudged)].groups, 200u);
+  EXPECT_EQ(in_parts->read_in_parts->sections[static_cast<size_t>(ReportSection::kLeaks)].groups, 0u);
   // The top three of the section, and the peak's five largest holders besides.
   EXPECT_EQ(in_parts->groups.size(), kPeakHoldersShown);
   EXPECT_EQ(first_groups(*in_parts, 3), (std::vector<int64_t>{20000, 19900, 19800}));
@@ -62,6 +63,25 @@ TEST_F(ReportPasses, KeepsTheGroupsShownAndCountsThemAll) {
   EXPECT_EQ(in_parts->by_task[0].name, "request");
   EXPECT_EQ(in_parts->by_task[0].live_bytes, 100 * 200 * 201 / 2);
   EXPECT_EQ(in_parts->by_thread[0].live_bytes, one_read->by_thread[0].live_bytes);
+}
+
+// The JSON lists the top groups and sites of each verdict, names groups and sites by the stream's
+// ids and counts every verdict: read in parts, it is the JSON of one read.
+TEST_F(ReportPasses, TheJsonReadInPartsIsTheJsonOfOneRead) {
+  for (size_t top : {1, 3, 40}) {
+    for (int64_t min_bytes : {0, 15000}) {
+      SCOPED_TRACE(::testing::Message() << "top " << top << ", min_bytes " << min_bytes);
+      ReportOptions shown{.top = top, .min_bytes = min_bytes};
+      std::unique_ptr<RunAnalysis> one_read = analyze_run(path_, AnalysisOptions{.top = top, .min_bytes = min_bytes});
+      std::unique_ptr<RunAnalysis> in_parts = analyze_run(path_, AnalysisOptions{.site_memory = 1, .top = top, .min_bytes = min_bytes});
+      ASSERT_TRUE(in_parts->read_in_parts);
+      nlohmann::json whole = report_json(*one_read, shown);
+      EXPECT_EQ(whole["sites"].size(), std::min<size_t>(top, min_bytes == 0 ? 200 : 51));
+      EXPECT_EQ(whole["totals"]["groups"]["unknown"], 200);
+      EXPECT_EQ(report_json(*in_parts, shown), whole);
+      EXPECT_EQ(report_text(*in_parts, shown), report_text(*one_read, shown));
+    }
+  }
 }
 
 TEST_F(ReportPasses, AStreamWhoseSitesFitIsReadOnce) {

@@ -13,12 +13,9 @@ int report_command(const ReportCommandOptions& options) {
     return fail(kUsage, "--at: not a snapshot number or 'end': " + options.at);
   }
   analysis_options.fold = options.fold;
-  if (options.format != "json") {
-    // The text shows the top of each section; the JSON lists every group, read at once.
-    analysis_options.site_memory = options.site_memory;
-    analysis_options.top = options.top;
-    analysis_options.min_bytes = options.min_bytes;
-  }
+  analysis_options.site_memory = options.site_memory;
+  analysis_options.top = options.top;
+  analysis_options.min_bytes = options.min_bytes;
   try {
     std::unique_ptr<report::RunAnalysis> analysis = report::analyze_run(options.file, analysis_options);
     report::ReportOptions shown;

@@ -182,9 +182,9 @@ int main(int argc, char** argv) {
   report_verb->add_option("--fold", report.fold, "Fold framework frames: torch, python, or any module name, comma-separated");
   std::string report_site_memory = "256MiB";
   report_verb->add_option("--site-memory", report_site_memory,
-                          "Text: memory for the sites held at once, about 512 bytes each, besides the modules' debug "
+                          "Memory for the sites held at once, about 512 bytes each, besides the modules' debug "
                           "information; a stream with more is read in parts (32 at most), each holding whole groups, and "
-                          "prints the same (0: read at once; JSON is always read at once)")->capture_default_str();
+                          "prints the same (0: read at once)")->capture_default_str();
 
   DiffOptions diff;
   CLI::App* diff_verb = app.add_subcommand("diff", "What changed between two runs, per site");
