@@ -202,6 +202,8 @@ struct AnalysisOptions {
   uint64_t site_memory = 0;
   size_t top = 0;
   int64_t min_bytes = 0;
+  // Read in parts, keep every leak group too, whatever `top`: the gate counts them all.
+  bool every_leak = false;
 };
 
 struct RunAnalysis {
@@ -238,6 +240,9 @@ struct RunAnalysis {
   struct CountsInParts {
     SectionCounts sections{};
     VerdictCounts verdicts;
+    // The groups left unjudged that are not the runtime's own residue (the gate's note).
+    size_t unjudged_groups = 0;
+    int64_t unjudged_bytes = 0;
   };
   std::optional<CountsInParts> read_in_parts;
   size_t parts_read = 0;  // how many parts the groups were read in; 0: at once

@@ -100,16 +100,16 @@ std::string gate_text(const RunAnalysis& analysis, const GateResult& result, con
                   "   ", "");
     }
   }
-  if (!result.unjudged.empty()) {
+  if (result.unjudged_groups != 0) {
     std::string named;
-    for (size_t i = 0; i < result.unjudged.size() && i < 3; ++i) {
+    for (size_t i = 0; i < result.unjudged.size() && i < kUnjudgedNamed; ++i) {
       const UnjudgedGroup& group = result.unjudged[i];
       named += fmt::format("{}{} {} ({})", i == 0 ? "" : "; ", frame_name(*analysis.groups[group.group].user_frame, 60),
                            format_bytes(group.live_bytes), group_judgement(analysis, group.group).reason);
     }
-    if (result.unjudged.size() > 3) named += fmt::format("; and {} more", result.unjudged.size() - 3);
-    out += wrap(fmt::format("note: {} group{} ({}) could not be judged, and no limit holds them: {}", result.unjudged.size(),
-                            result.unjudged.size() == 1 ? "" : "s", format_bytes(result.unjudged_bytes), named),
+    if (result.unjudged_groups > kUnjudgedNamed) named += fmt::format("; and {} more", result.unjudged_groups - kUnjudgedNamed);
+    out += wrap(fmt::format("note: {} group{} ({}) could not be judged, and no limit holds them: {}", result.unjudged_groups,
+                            result.unjudged_groups == 1 ? "" : "s", format_bytes(result.unjudged_bytes), named),
                 "   ", "");
   }
   if (!analysis.at.last.final) {

@@ -291,6 +291,11 @@ GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options) {
   }
   std::stable_sort(result.unjudged.begin(), result.unjudged.end(),
                    [](const UnjudgedGroup& a, const UnjudgedGroup& b) { return a.live_bytes > b.live_bytes; });
+  result.unjudged_groups = result.unjudged.size();
+  if (analysis.read_in_parts) {
+    result.unjudged_groups = analysis.read_in_parts->unjudged_groups;
+    result.unjudged_bytes = analysis.read_in_parts->unjudged_bytes;
+  }
   result.peak_rss_bytes = analysis.peak_program_rss_bytes;
   result.leak_checked = analysis.state.leak_check().has_value();
   for (size_t g = 0; g < analysis.groups.size(); ++g) {

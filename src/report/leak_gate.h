@@ -101,6 +101,9 @@ struct UnjudgedGroup {
   int64_t live_bytes = 0;
 };
 
+// How many of the groups it could not judge the gate names.
+inline constexpr size_t kUnjudgedNamed = 3;
+
 // One limit held against the run.
 struct GateCheck {
   std::string limit;  // "max-leaked"
@@ -115,7 +118,10 @@ struct GateResult {
   int64_t leaked_bytes = 0;
   double leak_bytes_per_min = 0;
   uint64_t peak_rss_bytes = 0;  // less leakscope's own memory
-  std::vector<UnjudgedGroup> unjudged;  // largest first
+  // Largest first; read in parts, only the largest kUnjudgedNamed are sure to be here, and these
+  // count them all.
+  std::vector<UnjudgedGroup> unjudged;
+  size_t unjudged_groups = 0;
   int64_t unjudged_bytes = 0;
   bool leak_checked = false;           // the stream has a leak check; the lost figures below are 0 when not
   std::vector<LostGroup> lost;         // groups with lost blocks the limit applies to, most lost bytes first

@@ -89,14 +89,19 @@ void keep_first(std::vector<T>* items, size_t count, Before before) {
 }
 
 // What the second round keeps of its parts: for the text, the top of each section; for the JSON,
-// the top groups and sites of each verdict and more of the peaks' holders.
+// the top groups and sites of each verdict and more of the peaks' holders; for the gate, every
+// leak group and the largest of those left unjudged.
 struct Kept {
   std::array<std::vector<Candidate>, kReportSections> sections;
   std::array<std::vector<Candidate>, kVerdictCount> groups_by_verdict;
   std::array<std::vector<SiteCandidate>, kVerdictCount> sites_by_verdict;
+  std::vector<Candidate> unjudged;  // not the runtime's own residue
+  std::unordered_set<uint64_t> leak_families;
   std::vector<HolderCandidate> peak_holders, device_peak_holders;
   SectionCounts counts{};
   VerdictCounts verdicts;
+  size_t unjudged_groups = 0;
+  int64_t unjudged_bytes = 0;
   OwnerSums owners;
   int64_t teardown_freed_bytes = 0;
   std::array<int64_t, internal::kDomainCount> live_bytes_by_domain{};  // of the sites judged
@@ -125,9 +130,16 @@ struct Kept {
       count_in_sections(group, options.min_bytes, &counts);
       if (counts[section].groups != counted) sections[section].push_back(candidate);
       if (group.live_bytes >= options.min_bytes) groups_by_verdict[verdict_rank(group.verdict)].push_back(candidate);
+      if (group.verdict == Verdict::kUnknown && group.runtime == nullptr) {
+        unjudged.push_back(candidate);
+        ++unjudged_groups;
+        unjudged_bytes += group.live_bytes;
+      }
+      if (options.every_leak && group.verdict == Verdict::kLeak) leak_families.insert(candidate.family);
     }
     for (auto& listed : sections) keep_first(&listed, options.top, listed_before);
     for (auto& listed : groups_by_verdict) keep_first(&listed, options.top, listed_before);
+    keep_first(&unjudged, options.top, listed_before);
     for (const SiteReport& site : analysis.sites) {
       const CapturedSite& taken = analysis.capture_of(site);
       if (taken.live_bytes < options.min_bytes) continue;
@@ -169,6 +181,8 @@ struct Kept {
     for (const auto& listed : sites_by_verdict) {
       for (const SiteCandidate& candidate : listed) chosen.insert(candidate.family);
     }
+    for (const Candidate& candidate : unjudged) chosen.insert(candidate.family);
+    chosen.insert(leak_families.begin(), leak_families.end());
     for (const auto* holders : {&peak_holders, &device_peak_holders}) {
       for (const HolderCandidate& holder : *holders) chosen.insert(holder.family);
     }
@@ -245,7 +259,7 @@ std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const Chosen
         [&families, &chosen](uint32_t stack) { return chosen.count(stack < families.size() ? families[stack] : 0) != 0; }, false,
         std::move(symbolizer));
     reader.check_unchanged();  // each restart checked the part before it
-    shown->read_in_parts = RunAnalysis::CountsInParts{kept.counts, kept.verdicts};
+    shown->read_in_parts = RunAnalysis::CountsInParts{kept.counts, kept.verdicts, kept.unjudged_groups, kept.unjudged_bytes};
     shown->parts_read = parts;
     shown->teardown.freed_bytes = kept.teardown_freed_bytes;
     set_owners(*shown, kept.owners);

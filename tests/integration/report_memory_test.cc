@@ -73,8 +73,8 @@ TEST(ReportMemory, HundredsOfThousandsOfLiveSitesCostUnderAKibibyteEach) {
 }
 
 // A Python service with 20 000 generated route handlers, each holding its cached response: as many
-// groups, each named by its handler's line. Its report, text or JSON, read in parts that hold whole
-// groups (--site-memory), is the report of one read, in about half the memory.
+// groups, each named by its handler's line. Its report, text or JSON, and its gate, read in parts
+// that hold whole groups (--site-memory), are those of one read, in about half the memory.
 TEST(ReportMemory, ManyGroupsAreReadInPartsThatEachHoldWholeGroups) {
   std::string file = scratch_dir() + "/routes.lsc";
   Outcome run = leakscope({"run", "-o", file, "--", "/usr/bin/python3", fixture_source("route_table_service.py"), "20000", "1.5"});
@@ -112,6 +112,15 @@ TEST(ReportMemory, ManyGroupsAreReadInPartsThatEachHoldWholeGroups) {
   EXPECT_GE(document["totals"]["groups"]["startup"].get<int>(), 20000);
   EXPECT_EQ(document["groups"][0]["verdict"], "leak");
   EXPECT_EQ(document["groups"][0]["id"], document["groups"][0]["parts"][0]["site"]);
+
+  // And the gate, which keeps every leak group besides.
+  Outcome gate_at_once = leakscope({"check", "--site-memory", "0", file});
+  Outcome gate_in_parts = leakscope({"check", "--site-memory", "1MiB", file});
+  EXPECT_EQ(gate_in_parts.exit_code, 1) << gate_in_parts.err;
+  EXPECT_EQ(gate_in_parts.out, gate_at_once.out);
+  EXPECT_NE(gate_in_parts.out.find("leak keep_request (generated_routes.py:4)"), std::string::npos) << gate_in_parts.out;
+  EXPECT_LT(gate_in_parts.max_rss_kib * 4, gate_at_once.max_rss_kib * 3)
+      << "parts " << gate_in_parts.max_rss_kib << " KiB, one read " << gate_at_once.max_rss_kib;
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "report/analysis.h"
+#include "report/gate_format.h"
+#include "report/leak_gate.h"
 #include "report/report_format.h"
 #include "report/report_passes.h"
 #include "support/stream_builder.h"
@@ -82,6 +84,23 @@ TEST_F(ReportPasses, TheJsonReadInPartsIsTheJsonOfOneRead) {
       EXPECT_EQ(report_text(*in_parts, shown), report_text(*one_read, shown));
     }
   }
+}
+
+// The gate keeps every leak group and the largest of those it could not judge, and counts them all:
+// its text read in parts is that of one read.
+TEST_F(ReportPasses, TheGateReadInPartsIsTheGateOfOneRead) {
+  AnalysisOptions gated{.top = kUnjudgedNamed, .every_leak = true};
+  std::unique_ptr<RunAnalysis> one_read = analyze_run(path_, gated);
+  gated.site_memory = 1;
+  std::unique_ptr<RunAnalysis> in_parts = analyze_run(path_, gated);
+  ASSERT_TRUE(in_parts->read_in_parts);
+  GateResult whole = evaluate_gate(*one_read, GateOptions{});
+  GateResult parts = evaluate_gate(*in_parts, GateOptions{});
+  EXPECT_EQ(parts.unjudged_groups, 200u);
+  EXPECT_EQ(parts.unjudged_bytes, whole.unjudged_bytes);
+  std::string text = gate_text(*one_read, whole, path_);
+  EXPECT_NE(text.find("note: 200 groups (1.92 MiB) could not be judged"), std::string::npos) << text;
+  EXPECT_EQ(gate_text(*in_parts, parts, path_), text);
 }
 
 TEST_F(ReportPasses, AStreamWhoseSitesFitIsReadOnce) {

@@ -95,6 +95,7 @@ struct CheckOptions {
   std::vector<std::string> suppress;
   std::string junit;
   bool no_runtime_suppressions = false;
+  std::string site_memory = "256MiB";  // as report's --site-memory
 };
 
 // parse_check_spec() reads run --check's "max-leaked=1MiB,max-leak-rate=100KiB/min,max-lost=0,..." into

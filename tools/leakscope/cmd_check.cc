@@ -160,6 +160,12 @@ int prepare_check(const CheckOptions& options, PreparedCheck* prepared) {
     return fail(kUsage, "--at: not a snapshot number or 'end': " + options.at);
   }
   prepared->analysis.fold = options.fold;
+  if (!internal::parse_size_bytes(options.site_memory.data(), options.site_memory.size(), &prepared->analysis.site_memory)) {
+    return fail(kUsage, "--site-memory: not a size: " + options.site_memory);
+  }
+  // Read in parts, the gate keeps every leak group and the largest of those it could not judge.
+  prepared->analysis.top = report::kUnjudgedNamed;
+  prepared->analysis.every_leak = true;
   prepared->junit = options.junit;
   if (!prepared->junit.empty()) {
     // Emptied now, so that a gate stopped by bad input leaves no earlier run's result behind.

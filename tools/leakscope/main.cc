@@ -215,6 +215,9 @@ int main(int argc, char** argv) {
   check_verb->add_option("--junit", check.junit, "Also write the checks as JUnit XML to this file")->check(non_empty);
   check_verb->add_option("--at", check.at, at_help);
   check_verb->add_option("--fold", check.fold, "Fold framework frames, as report does");
+  check_verb->add_option("--site-memory", check.site_memory,
+                         "Memory for the sites held at once, as report's; a stream with more is read in parts, each "
+                         "holding whole groups, keeping every leak group (0: read at once)")->capture_default_str();
 
   ExportOptions exported;
   CLI::App* export_verb = app.add_subcommand("export", "The judged run as a pprof profile, folded stacks or an HTML page");
