@@ -82,9 +82,12 @@ int g_writer_tid = 0;  // futex word: start_writer_thread() waits for the writer
 int g_leak_check_requested = 0;  // by leak_check_signal: the writer runs it
 int g_high_water_requested = 0;  // by high_water_publish(): the writer writes a snapshot
 // Set when the main thread ends by pthread_exit(): libc then ends the process when its last thread
-// ends, and counts the writer among them, so the writer must end it once the program's are gone.
+// ends, and counts the writer among them, so the writer must end it once the program's are gone
+// (g_last_thread_watch, the writer's once the flag is set).
 int g_main_thread_exited = 0;
+LastThreadWatch g_last_thread_watch;
 constexpr uint64_t kLastThreadPollNs = 10'000'000;
+sigset_t g_program_signal_mask;  // of the thread that started the writer, which blocks every signal
 
 // How long an exit or a dying thread waits for the writer's final snapshot: long enough for a
 // process with a million stacks, short enough that a stuck writer never keeps a crash waiting.
@@ -383,6 +386,9 @@ void knock_writer() {
 // last thread, so what teardown allocates and frees is recorded as the program's.
 [[noreturn]] void end_process_as_last_thread() {
   leakscope_tls_hook_depth = 0;
+  // The program's signals reach it again: a SIGPIPE at the last flush, a raise() in an atexit
+  // handler, the mask a child started from there inherits.
+  pthread_sigmask(SIG_SETMASK, &g_program_signal_mask, nullptr);
   exit(0);
 }
 
@@ -407,7 +413,7 @@ void* writer_main(void*) {
       continue;
     }
     bool main_thread_exited = __atomic_load_n(&g_main_thread_exited, __ATOMIC_ACQUIRE) != 0;
-    if (main_thread_exited && !other_threads_running(sys::get_tid())) end_process_as_last_thread();
+    if (main_thread_exited && g_last_thread_watch.only_left(runtime_own_threads())) end_process_as_last_thread();
     uint64_t now = sys::monotonic_ns();
     // A high-water snapshot waits out the ramp's floor since the last snapshot, and four times
     // the last one's cost, as the ramp's do.
@@ -453,6 +459,7 @@ void start_writer_thread() {
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &previous);  // the program's signals never land on our thread
+  g_program_signal_mask = previous;
   pthread_t thread;
   g_writer_running = pthread_create(&thread, nullptr, writer_main, nullptr) == 0;
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
@@ -561,6 +568,8 @@ void fork_child() {
   __atomic_store_n(&g_teardown_phase, 0, __ATOMIC_RELAXED);
   g_exec_pending.store(false, std::memory_order_relaxed);
   g_writer_running = false;  // the parent's writer thread does not exist here
+  __atomic_store_n(&g_main_thread_exited, 0, __ATOMIC_RELAXED);  // the child's main thread forked it
+  g_last_thread_watch.after_fork_child();
   __atomic_store_n(&g_high_water_requested, 0, __ATOMIC_RELAXED);
   g_writer_tid = 0;
   if (g_runtime_state.load(std::memory_order_relaxed) == kActive && !g_final_written) {
@@ -693,6 +702,8 @@ int runtime_own_threads() { return g_writer_running ? 1 : 0; }
 void runtime_thread_exits() {
   if (g_runtime_state.load(std::memory_order_acquire) != kActive || !g_writer_running) return;
   if (sys::get_tid() != sys::get_pid()) return;
+  Bookkeeping bookkeeping;
+  g_last_thread_watch.start();  // now: the program may use up its descriptors before it ends
   __atomic_store_n(&g_main_thread_exited, 1, __ATOMIC_RELEASE);
   knock_writer();
 }

@@ -42,6 +42,13 @@ long read_some(int fd, void* buffer, size_t size) {
   }
 }
 
+long read_at(int fd, void* buffer, size_t size, uint64_t offset) {
+  for (;;) {
+    long result = checked(syscall(SYS_pread64, fd, buffer, size, offset));
+    if (result != -EINTR) return result;
+  }
+}
+
 int write_all(int fd, const void* data, size_t size) {
   const char* cursor = static_cast<const char*>(data);
   while (size > 0) {

@@ -25,6 +25,8 @@ int close_file(int fd);
 long read_some(int fd, void* buffer, size_t size);
 // write_all() writes every byte (retrying on EINTR and short writes); returns 0 or -errno.
 int write_all(int fd, const void* data, size_t size);
+// read_at() is pread(2): up to `size` bytes from `offset`; returns bytes read, or -errno.
+long read_at(int fd, void* buffer, size_t size, uint64_t offset);
 // read_small_file() reads up to size-1 bytes of `path` and NUL-terminates; returns length or -errno.
 long read_small_file(const char* path, char* buffer, size_t size);
 // read_link() is readlink(2) with NUL termination; returns length or -errno.

@@ -1,8 +1,9 @@
 // File: thread_list.h
 //
-// The process's threads as the kernel lists them in /proc/self/task, read with raw system calls
-// (no allocation): for pausing them (world_stop.cc) and for knowing when only the runtime's own
-// thread is left (runtime.cc).
+// The process's threads as the kernel tells them, read with raw system calls (no allocation):
+// each one in /proc/self/task, for pausing them (world_stop.cc); and whether the main thread has
+// ended and how many threads are left, for ending a process whose main thread left by
+// pthread_exit() once only the runtime's own thread remains (runtime.cc).
 #ifndef LEAKSCOPE_CORE_THREAD_LIST_H_
 #define LEAKSCOPE_CORE_THREAD_LIST_H_
 
@@ -48,10 +49,32 @@ bool list_threads(Visit&& visit) {
   return filled == 0;
 }
 
-// other_threads_running() is whether a thread other than `self` still runs. A main thread that
-// ended by pthread_exit() stays listed, as a zombie, until the whole process ends; it does not
-// count. True when the list cannot be read, as nothing can then be known to have ended.
-bool other_threads_running(pid_t self);
+// main_thread_has_ended() is whether the main thread has ended (by pthread_exit(): it stays a
+// zombie until the whole process ends); false when that cannot be read.
+bool main_thread_has_ended();
+
+// LastThreadWatch tells, once the main thread has left by pthread_exit(), when no thread but the
+// runtime's is left. It reads /proc/self/stat, the main thread's: its state and the kernel's
+// count of the process's threads, which counts that zombie and, counted at each clone before the
+// thread that cloned can end, never misses a thread that starts another as it ends. The file is
+// opened by start() on the leaving main thread and kept open, high, as a program may use up its
+// descriptors before its last thread ends; one the program closed is opened again.
+class LastThreadWatch {
+ public:
+  void start();
+  // only_left() is whether the main thread has ended and `own_threads` are all that remain;
+  // false while that cannot be read.
+  bool only_left(int own_threads);
+  // after_fork_child() lets go of the parent's file: the child's main thread is the one that forked.
+  void after_fork_child();
+
+ private:
+  bool still_ours() const;
+  bool opened();
+
+  int fd_ = -1;
+  uint64_t device_ = 0, inode_ = 0;
+};
 
 }  // namespace leakscope::internal
 

@@ -74,8 +74,11 @@ bool already_listed(const StoppedWorld& world, pid_t tid) {
 // it found, or -1 when the directory cannot be read.
 int signal_new_threads(StoppedWorld* world, pid_t self, pid_t also_running, uint32_t capacity, uint32_t* unlisted) {
   int found = 0;
+  pid_t main_thread = sys::get_pid();
   bool listed = list_threads([&](pid_t tid) {
     if (tid == self || tid == also_running || already_listed(*world, tid)) return;
+    // A main thread that left by pthread_exit() stays listed, a zombie that never answers.
+    if (tid == main_thread && main_thread_has_ended()) return;
     if (world->count >= capacity) {
       ++*unlisted;
       return;

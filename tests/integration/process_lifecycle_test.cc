@@ -15,13 +15,15 @@ struct LifecycleRun {
   Outcome outcome;
 };
 
-LifecycleRun run_lifecycle(const std::string& mode, std::vector<std::string> options = {}) {
+LifecycleRun run_lifecycle(const std::string& mode, std::vector<std::string> options = {},
+                           const std::vector<std::string>& arguments = {}) {
   LifecycleRun run;
   run.directory = scratch_dir();
   run.file = run.directory + "/run.lsc";
   std::vector<std::string> args{"run", "-o", run.file};
   args.insert(args.end(), options.begin(), options.end());
   args.insert(args.end(), {"--", fixture("lifecycle"), mode});
+  args.insert(args.end(), arguments.begin(), arguments.end());
   run.outcome = leakscope(args);
   return run;
 }
@@ -116,9 +118,12 @@ TEST(ProcessLifecycle, ProgramClosingAllDescriptorsNeverGetsFramesInItsFiles) {
 // libc ends such a process when its last thread ends, and the writer thread is one of its threads:
 // the writer must end it once the program's threads are gone, as libc would have, with exit(0).
 TEST(ProcessLifecycle, MainThreadEndingByPthreadExitLeavesTheProcessToEndWithItsLastThread) {
-  LifecycleRun run = run_lifecycle("main_thread_exits", {"--interval", "50ms"});
+  LifecycleRun run = run_lifecycle("main_thread_exits", {"--interval", "50ms", "--leak-check"});
   ASSERT_EQ(run.outcome.exit_code, 0) << run.outcome.err;
-  EXPECT_EQ(run.outcome.out, "main leaves\natexit ran\n");
+  // The atexit handler runs on leakscope's thread, with the program's signals let through again.
+  EXPECT_EQ(run.outcome.out, "main leaves\natexit ran, SIGTERM blocked=0\n");
+  // The zombie main thread is not waited for to pause.
+  EXPECT_EQ(run.outcome.err.find("could not be paused"), std::string::npos) << run.outcome.err;
   nlohmann::json document = dump(run.file, {"--at", "end"});
   EXPECT_EQ(document["ended_by"], "exit");
   nlohmann::json leak = site_at(document, "leak_after_main_exit");
@@ -128,6 +133,24 @@ TEST(ProcessLifecycle, MainThreadEndingByPthreadExitLeavesTheProcessToEndWithIts
   EXPECT_GT(document["rss_bytes"].get<double>(), 0);  // read while the main thread is a zombie
   nlohmann::json teardown = dump(run.file);
   EXPECT_EQ(site_at(teardown, "cache_freed_at_exit")["live_bytes"], 4 * 8000);
+}
+
+// A thread that starts the next one as it ends is never taken for the last: the process ends after
+// the chain does.
+TEST(ProcessLifecycle, ThreadsStartingTheirSuccessorsAfterMainLeftAllRun) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    LifecycleRun run = run_lifecycle("thread_chain_after_main", {}, {"2000"});
+    ASSERT_EQ(run.outcome.exit_code, 0) << run.outcome.err;
+    EXPECT_EQ(run.outcome.out, "chain done\n");
+  }
+}
+
+// With every descriptor taken, /proc can no longer be opened: what tells that the last thread ended
+// was opened as the main thread left.
+TEST(ProcessLifecycle, AProgramThatUsedUpItsDescriptorsStillEndsWithItsLastThread) {
+  LifecycleRun run = run_lifecycle("descriptors_used_up_after_main");
+  ASSERT_EQ(run.outcome.exit_code, 0) << run.outcome.err;
+  EXPECT_EQ(run.outcome.out, "descriptors used up: 1\n");
 }
 
 TEST(ProcessLifecycle, SigkilledProcessFileStillNamesTheLeak) {
