@@ -668,7 +668,7 @@ OwnerSums owner_sums(const RunAnalysis& analysis) {
     if (counted(site) && program_leak(analysis.groups[site.group])) leak_bytes[site.group] += analysis.capture_of(site).live_bytes;
   }
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
-    if (leak_bytes[g] > 0) sums.leaks_growth_bytes_per_min += std::max(analysis.groups[g].growth_bytes_per_min, 0.0);
+    if (leak_bytes[g] > 0) sums.leaks_growth.add(std::max(analysis.groups[g].growth_bytes_per_min, 0.0));
   }
   // Owners are those live at some sample (set_owners()): only they have a series.
   for (const std::string& name : analysis.series->task_names()) sums.tasks[name].series = analysis.series->task(name);
@@ -679,7 +679,7 @@ OwnerSums owner_sums(const RunAnalysis& analysis) {
     double growth_per_byte = leak_bytes[site.group] > 0 ? std::max(group.growth_bytes_per_min, 0.0) / static_cast<double>(leak_bytes[site.group]) : 0;
     auto hold = [&](OwnerSums::Held& held, int64_t bytes) {
       held.bytes += bytes;
-      held.growth_bytes_per_min += growth_per_byte * static_cast<double>(bytes);
+      held.growth.add(growth_per_byte * static_cast<double>(bytes));
     };
     const CapturedSite& taken = analysis.capture_of(site);
     analysis.captures.for_each_task(taken, [&](const std::string& name, int64_t bytes, int64_t) { hold(sums.tasks[name], bytes); });
@@ -693,13 +693,13 @@ void OwnerSums::add(const OwnerSums& other) {
     for (const auto& [key, held] : others) {
       Held& sum = owners[key];
       sum.bytes += held.bytes;
-      sum.growth_bytes_per_min += held.growth_bytes_per_min;
+      sum.growth.add(held.growth);
       add_series(&sum.series, held.series);
     }
   };
   add_all(tasks, other.tasks);
   add_all(threads, other.threads);
-  leaks_growth_bytes_per_min += other.leaks_growth_bytes_per_min;
+  leaks_growth.add(other.leaks_growth);
 }
 
 void set_owners(RunAnalysis& analysis, const OwnerSums& sums) {
@@ -707,9 +707,10 @@ void set_owners(RunAnalysis& analysis, const OwnerSums& sums) {
     OwnerReport owner;
     owner.live_bytes = held.bytes;
     owner.mann_kendall_z = owner_trend(held.series);
-    owner.growth_bytes_per_min = held.growth_bytes_per_min;
+    owner.growth_bytes_per_min = held.growth.bytes_per_min();
     // A block or two of a leak held by a thread that is not the one leaking is not its growth.
-    owner.growing = held.growth_bytes_per_min > 0 && held.growth_bytes_per_min >= kLeastOwnerShare * sums.leaks_growth_bytes_per_min;
+    owner.growing = owner.growth_bytes_per_min > 0 &&
+                    owner.growth_bytes_per_min >= kLeastOwnerShare * sums.leaks_growth.bytes_per_min();
     if (!owner.growing) owner.growth_bytes_per_min = 0;
     return owner;
   };

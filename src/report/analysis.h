@@ -15,6 +15,7 @@
 #define LEAKSCOPE_REPORT_ANALYSIS_H_
 
 #include <array>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
@@ -344,14 +345,26 @@ void count_in_sections(const GroupReport& group, int64_t min_bytes, SectionCount
 // at no sample, which is not shown); and the growth of all the program's leaks. Sums of the
 // sites', so that parts read apart add up.
 struct OwnerSums {
+  // A sum of growth rates that is the same in whatever order its terms come, as parts read apart
+  // bring them in another order than one read: fixed point, in 1/1024 of a byte a minute.
+  class Rate {
+   public:
+    void add(double bytes_per_min) { units_ += std::llround(bytes_per_min * kUnitsPerByte); }
+    void add(const Rate& other) { units_ += other.units_; }
+    double bytes_per_min() const { return static_cast<double>(units_) / kUnitsPerByte; }
+
+   private:
+    static constexpr double kUnitsPerByte = 1024;
+    int64_t units_ = 0;
+  };
   struct Held {
     int64_t bytes = 0;
-    double growth_bytes_per_min = 0;
+    Rate growth;
     std::vector<SeriesPoint> series;
   };
   std::map<std::string, Held> tasks;
   std::map<uint32_t, Held> threads;  // by index into RunState::threads()
-  double leaks_growth_bytes_per_min = 0;
+  Rate leaks_growth;
 
   void add(const OwnerSums& other);
 };

@@ -103,6 +103,26 @@ TEST_F(ReportPasses, TheGateReadInPartsIsTheGateOfOneRead) {
   EXPECT_EQ(gate_text(*in_parts, parts, path_), text);
 }
 
+// Parts bring an owner's shares of the leaks' growth in another order than one read: their sum
+// must not depend on it (a double's would, in its last digits, and the JSON prints them all).
+TEST(OwnerGrowth, IsTheSameInWhateverOrderItsSharesCome) {
+  std::vector<double> shares;
+  for (int i = 1; i <= 40; ++i) shares.push_back(i % 2 == 1 ? i * 791234.56789 / 3 : i / 7.0);
+  double forward_double = 0, backward_double = 0;
+  OwnerSums::Rate forward, backward;
+  for (double share : shares) {
+    forward_double += share;
+    forward.add(share);
+  }
+  for (auto share = shares.rbegin(); share != shares.rend(); ++share) {
+    backward_double += *share;
+    backward.add(*share);
+  }
+  ASSERT_NE(forward_double, backward_double) << "shares whose order shows in a double's sum";
+  EXPECT_EQ(forward.bytes_per_min(), backward.bytes_per_min());
+  EXPECT_NEAR(forward.bytes_per_min(), forward_double, 0.05);
+}
+
 TEST_F(ReportPasses, AStreamWhoseSitesFitIsReadOnce) {
   std::unique_ptr<RunAnalysis> analysis = analyze_run(path_, AnalysisOptions{.site_memory = 201 * kReportBytesPerSite, .top = 3});
   EXPECT_EQ(analysis->parts_read, 0u);
