@@ -99,6 +99,17 @@ std::pair<std::string, std::string> compared(int64_t figure, int64_t limit) {
   return {a, b};
 }
 
+// compared_rates() is compared() for rates: in bytes a minute, with as many decimals as tell
+// them apart, when the rounded forms would be the same.
+std::pair<std::string, std::string> compared_rates(double figure, double limit) {
+  std::string a = rate_text(figure), b = rate_text(limit);
+  for (int decimals = 0; a == b && figure != limit && decimals <= 6; ++decimals) {
+    a = fmt::format("{}{:.{}f} B/min", figure >= 0 ? "+" : "", figure, decimals);
+    b = fmt::format("{}{:.{}f} B/min", limit >= 0 ? "+" : "", limit, decimals);
+  }
+  return {a, b};
+}
+
 // lost_check() holds the lost bytes counted against `limit`, naming the groups that lost most.
 GateCheck lost_check(const GateResult& result, int64_t limit) {
   if (!result.leak_checked) return {"max-lost", false, "the run was not leak-checked (leak_check=1): no lost bytes to hold"};
@@ -332,9 +343,8 @@ GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options) {
   if (limits.max_leak_bytes_per_min) {
     double limit = *limits.max_leak_bytes_per_min;
     bool within = result.leak_bytes_per_min <= limit;
-    result.checks.push_back({"max-leak-rate", within,
-                             fmt::format("leaks grow {} {} {}{}", rate_text(result.leak_bytes_per_min), within ? "<=" : ">",
-                                         rate_text(limit), fastest)});
+    auto [figure, bound] = compared_rates(result.leak_bytes_per_min, limit);
+    result.checks.push_back({"max-leak-rate", within, fmt::format("leaks grow {} {} {}{}", figure, within ? "<=" : ">", bound, fastest)});
   }
   if (limits.max_rss_bytes) {
     int64_t limit = *limits.max_rss_bytes;

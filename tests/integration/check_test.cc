@@ -56,6 +56,15 @@ TEST(Check, LeakRateAndRssLimitsHoldOrFailEachOnItsOwnLine) {
   Outcome loose = leakscope({"check", file, "--max-leak-rate", "1GiB/s", "--max-rss", "8GiB"});
   EXPECT_EQ(loose.exit_code, 0) << loose.out;
   EXPECT_TRUE(has_line(loose.out, "leakscope check: passed (2 checks)")) << loose.out;
+
+  // A rate just under the leak's, which would round alike, is written in bytes a minute.
+  Outcome report = leakscope({"report", "--format", "json", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  double rate = nlohmann::json::parse(report.out)["groups"][0]["growth_bytes_per_min"].get<double>();
+  auto under = static_cast<int64_t>(rate) - 1;
+  Outcome close = leakscope({"check", file, "--max-leak-rate", std::to_string(under)});
+  EXPECT_EQ(close.exit_code, 1) << close.out;
+  EXPECT_NE(close.out.find("B/min > +" + std::to_string(under) + " B/min"), std::string::npos) << close.out;
 }
 
 TEST(Check, BaselineMatchesLeaksByFunctionAndFailsNewOrGrownOnes) {
