@@ -88,6 +88,10 @@ void keep_first(std::vector<T>* items, size_t count, Before before) {
   if (items->size() > count) items->resize(count);
 }
 
+// How many lists of `top` the second round keeps: the sections', the groups and sites of each
+// verdict, the unjudged groups, and the two peaks' holders.
+constexpr uint64_t kListsKept = kReportSections + 2 * kVerdictCount + 1 + 2;
+
 // What the second round keeps of its parts: for the text, the top of each section; for the JSON,
 // the top groups and sites of each verdict and more of the peaks' holders; for the gate, every
 // leak group and the largest of those left unjudged.
@@ -226,13 +230,15 @@ std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const Chosen
       analyze_sites(reader, at, marks, options, [asked = uint64_t{0}, per_part](uint32_t) mutable { return asked++ < per_part; }, true);
   uint64_t stream_stacks = first->state.stream_stack_count();
   if (stream_stacks + 1 <= per_part) return first;
-  bool leak_check = first->state.leak_check().has_value();
+  // A leak-checked stream is read at once (report_passes.h), and so is one whose stacks the lists
+  // kept of its parts could hold as many of: with a large --top, parts would save nothing.
+  bool at_once = first->state.leak_check().has_value() || stream_stacks <= options.top * kListsKept;
   // One symbolizer for every read: what it reads of the modules' debug information (most of what a
   // report of a large program holds) is read once.
   std::unique_ptr<Symbolizer> symbolizer = std::move(first->symbolizer);
   first.reset();
   try {
-    if (leak_check) {
+    if (at_once) {
       reader.restart();
       std::unique_ptr<RunAnalysis> whole = analyze_sites(reader, at, marks, options, nullptr, false, std::move(symbolizer));
       reader.check_unchanged();
