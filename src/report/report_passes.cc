@@ -47,11 +47,15 @@ struct Candidate {
   uint64_t family = 0;
 };
 
+// rank_order() is negative when `a` ranks before `b`, positive when after, 0 when they rank alike.
+int rank_order(const Rank& a, const Rank& b) {
+  if (ranks_before(a, a.bytes, b, b.bytes)) return -1;
+  return ranks_before(b, b.bytes, a, a.bytes) ? 1 : 0;
+}
+
 bool listed_before(const Candidate& a, const Candidate& b) {
-  if (ranks_before(a.group, a.group.bytes, b.group, b.group.bytes)) return true;
-  if (ranks_before(b.group, b.group.bytes, a.group, a.group.bytes)) return false;
-  if (ranks_before(a.first_site, a.first_site.bytes, b.first_site, b.first_site.bytes)) return true;
-  if (ranks_before(b.first_site, b.first_site.bytes, a.first_site, a.first_site.bytes)) return false;
+  if (int order = rank_order(a.group, b.group); order != 0) return order < 0;
+  if (int order = rank_order(a.first_site, b.first_site); order != 0) return order < 0;
   return a.first_site_id < b.first_site_id;
 }
 
@@ -76,8 +80,7 @@ struct SiteCandidate {
 // Sites that rank alike keep the order of the stream's ids (analysis.cc orders them by live bytes
 // and id before ranking them).
 bool site_listed_before(const SiteCandidate& a, const SiteCandidate& b) {
-  if (ranks_before(a.site, a.site.bytes, b.site, b.site.bytes)) return true;
-  if (ranks_before(b.site, b.site.bytes, a.site, a.site.bytes)) return false;
+  if (int order = rank_order(a.site, b.site); order != 0) return order < 0;
   return a.site_id < b.site_id;
 }
 
