@@ -700,8 +700,8 @@ void runtime_request_high_water_snapshot() {
 int runtime_own_threads() { return g_writer_running ? 1 : 0; }
 
 void runtime_thread_exits() {
-  if (g_runtime_state.load(std::memory_order_acquire) != kActive || !g_writer_running) return;
-  if (sys::get_tid() != sys::get_pid()) return;
+  // Whatever tracking's state: a writer left running by a runtime disabled since still counts.
+  if (!g_writer_running || sys::get_tid() != sys::get_pid()) return;
   Bookkeeping bookkeeping;
   g_last_thread_watch.start();  // now: the program may use up its descriptors before it ends
   __atomic_store_n(&g_main_thread_exited, 1, __ATOMIC_RELEASE);
