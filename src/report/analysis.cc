@@ -131,6 +131,14 @@ std::vector<SeriesPoint> site_series(const RunAnalysis& analysis, const SiteRepo
   return points;
 }
 
+// gone_site_series() is the series of a site that holds nothing at the judged snapshot, up to
+// where judgements are made.
+std::vector<SeriesPoint> gone_site_series(const RunAnalysis& analysis, uint32_t site) {
+  std::vector<SeriesPoint> points = analysis.series->site(site);
+  while (!points.empty() && points.back().time_s > analysis.judged_until_s) points.pop_back();
+  return points;
+}
+
 // What the reading pass keeps of the peak: the host sites live there.
 struct PeakCapture {
   std::vector<std::pair<uint32_t, int64_t>> sites;
@@ -291,14 +299,16 @@ SiteEvidence site_evidence(const RunAnalysis& analysis, const SiteReport& site) 
   return evidence;
 }
 
-// group_evidence() is what a group of several sites is judged on: the sum of its parts' series,
-// all their births, and the start-up phase they were all made in, if one.
+// group_evidence() is what a group of several sites is judged on: the sum of its parts' series
+// and of those of its key that were gone by the judged snapshot, all their births, and the
+// start-up phase they were all made in, if one.
 SiteEvidence group_evidence(const RunAnalysis& analysis, const GroupReport& group) {
   SiteEvidence evidence;
   evidence.made_during = analysis.sites[group.parts[0]].made_during;
   size_t births = 0;
   for (uint32_t part : group.parts) births += analysis.capture_of(analysis.sites[part]).births;
   evidence.births.reserve(births);
+  add_series(&evidence.live_bytes, group.gone_series);
   for (uint32_t part : group.parts) {
     const SiteReport& site = analysis.sites[part];
     evidence.made_during = joint_phase(evidence.made_during, site.made_during);
@@ -337,8 +347,8 @@ void settle_residue(SiteJudgement* judgement) {
 
 // group_judgement_of() judges `group` on its parts (its one site's own, when it has one).
 SiteJudgement group_judgement_of(const RunAnalysis& analysis, const GroupReport& group) {
-  SiteJudgement judgement = group.parts.size() == 1 ? site_judgement(analysis, group.parts[0])
-                                                    : judge_site(group_evidence(analysis, group));
+  SiteJudgement judgement = group.parts.size() == 1 && group.gone_series.empty() ? site_judgement(analysis, group.parts[0])
+                                                                                 : judge_site(group_evidence(analysis, group));
   bool reserve = std::all_of(group.parts.begin(), group.parts.end(),
                              [&](uint32_t part) { return analysis.sites[part].runtime == kCachingAllocatorReserve; });
   if (reserve) settle_reserve(&judgement);
@@ -387,6 +397,21 @@ void build_groups(RunAnalysis& analysis, GroupKeys& keys) {
     if (auto inner = analysis.inner_bytes.find(taken.site); inner != analysis.inner_bytes.end()) group.inner_bytes += inner->second;
     group.first_seen_s = std::min(group.first_seen_s, first_seen_s(state, taken.site));
     site.group = found->second;
+  }
+  // A loop whose objects come from new call paths below the same line (a data loader's second
+  // epoch, a dict rebuilt by another path) moves its bytes from sites that are gone by the judged
+  // snapshot to new ones: their series count in the group's, so that bytes that only moved are
+  // not read as growth.
+  std::vector<bool> taken(state.sites().size(), false);
+  for (const CapturedSite& site : analysis.captured) taken[site.site] = true;
+  for (uint32_t site = 1; site < state.sites().size(); ++site) {
+    if (taken[site] || !state.sites()[site].known) continue;
+    std::vector<SeriesPoint> series = gone_site_series(analysis, site);
+    if (std::none_of(series.begin(), series.end(), [](const SeriesPoint& point) { return point.value != 0; })) continue;
+    GroupKey key = keys.of(site).key;
+    key.driver_layer = is_driver_domain(state.sites()[site].domain);
+    auto found = by_key.find(key);
+    if (found != by_key.end()) add_series(&groups[found->second].gone_series, series);
   }
   by_key = {};
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -766,7 +791,7 @@ SampledPrecision sampled_precision(const RunAnalysis& analysis, const GroupRepor
 }
 
 std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupReport& group) {
-  std::vector<SeriesPoint> sum;
+  std::vector<SeriesPoint> sum = group.gone_series;
   for (uint32_t part : group.parts) add_series(&sum, site_series(analysis, analysis.sites[part]));
   return sum;
 }

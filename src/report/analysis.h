@@ -90,6 +90,9 @@ struct GroupReport {
   // Why everything its sites lost is the runtime's own (lost_residue()); null when not.
   const char* lost_runtime = nullptr;
   LostFigures lost;  // its sites', at the leak check
+  // The live bytes over time of the sites of its key that hold nothing at the judged snapshot
+  // (gone_sites_series()): empty when none held anything at a sample.
+  std::vector<SeriesPoint> gone_series;
 };
 
 // Live bytes of everything one task name, or one thread, owns, and its part of the leaks' growth.
@@ -317,7 +320,8 @@ int64_t older_than_freed_bytes(const RunAnalysis& analysis, const GroupReport& g
 // apart, some of its bytes and not all; else -1.
 int64_t shown_older_than_freed_bytes(const RunAnalysis& analysis, const GroupReport& group);
 
-// group_series() is a group's live bytes over time: the sum of its sites' series (as judged).
+// group_series() is a group's live bytes over time: the sum of its sites' series (as judged), and
+// of those of its key that were gone by the judged snapshot.
 std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupReport& group);
 
 // analyze_run() reads the whole stream. Throws StreamError like load_run(). The result refers to

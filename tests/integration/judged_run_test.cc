@@ -127,6 +127,20 @@ TEST(JudgedRun, ReferenceCyclesLeftToTheCollectorAreNoLeak) {
   EXPECT_EQ(leaking_gate.exit_code, 1) << leaking_gate.out;
 }
 
+// A group's sites that hold nothing by the judged snapshot held its bytes before: an epoch's memo
+// whose last epoch's entries come from another path below the same line moved its bytes, it did
+// not grow. Judged on its live sites alone, the group rose from the settings' plateau at the end.
+TEST(JudgedRun, BytesThatMovedToNewSitesBelowTheSameLineAreNoGrowth) {
+  Judged judged = judge({fixture("epoch_memo_service"), "5", "600"});
+  ASSERT_EQ(judged.run.out, "epochs=5 settings=300\n");
+  std::vector<nlohmann::json> memo = groups_named(judged.report, "remember");
+  ASSERT_EQ(memo.size(), 1u) << judged.report.dump().substr(0, 2000);
+  EXPECT_EQ(memo[0]["verdict"], "cache") << memo[0].dump().substr(0, 1500);
+  EXPECT_GE(memo[0]["live_bytes"].get<int64_t>(), 300 * 400);
+  Outcome gate = leakscope({"check", judged.file});
+  EXPECT_EQ(gate.exit_code, 0) << gate.out;
+}
+
 TEST(JudgedRun, CleanShutdownServerLeakIsJudgedBeforeTeardownAndShownFreedAtExit) {
   Judged judged = judge({fixture("clean_shutdown_server"), "global", "500"});
   ASSERT_EQ(judged.run.out, "sessions=125\n");
