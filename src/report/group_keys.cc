@@ -48,10 +48,21 @@ NamedKey GroupKeys::of(uint32_t site) {
     named.key = {GroupKey::Kind::kOwn, frame_id(*own), 0};
   } else {
     std::vector<const SymbolizedFrame*> frames = symbolizer_.frames(stack);
-    named.frame = frames.empty() ? &kNoFrame : frames[0];
+    named.frame = frames.empty() ? &kNoFrame : naming_frame(frames);
     named.key = {GroupKey::Kind::kSite, site, 0};
   }
   return named;
+}
+
+const SymbolizedFrame* GroupKeys::naming_frame(const std::vector<const SymbolizedFrame*>& frames) {
+  if (!frames[0]->function.empty()) return frames[0];
+  for (const SymbolizedFrame* frame : frames) {
+    if (frame->language == "python") return frame;
+  }
+  for (const SymbolizedFrame* frame : frames) {
+    if (!frame->function.empty()) return frame;
+  }
+  return frames[0];
 }
 
 uint64_t GroupKeys::family_of(const NamedKey& named, uint32_t stream_stack) const {

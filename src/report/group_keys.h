@@ -59,6 +59,9 @@ class GroupKeys {
 
  private:
   uint32_t frame_id(const SymbolizedFrame& frame);  // from 1: 0 is no frame
+  // naming_frame() names a site grouped alone: its innermost frame, or where that has no name (an
+  // address in a stripped interpreter), the innermost Python frame, else the innermost named one.
+  static const SymbolizedFrame* naming_frame(const std::vector<const SymbolizedFrame*>& frames);
   const SymbolizedFrame* outermost_of_own_run(uint32_t stack);
 
   const RunState& state_;
