@@ -131,6 +131,11 @@ constexpr uint64_t kFreeListFrame = 6;
 // python_malloc=0, an allocator the user chose; docs/PYTHON.md).
 constexpr uint64_t kPythonArenaFrame = 7;
 
+// A stack that holds only this frame stands for what CPython maps through its arena allocator
+// other than arenas, in a run that records its objects one by one (whose arenas are then mapped
+// inside a recorded call, and not counted again): the chunks of its frames' data stack (3.11+).
+constexpr uint64_t kPythonFrameStackFrame = 8;
+
 // A stack of an allocation made during start-up is cut (the startup_depth option, docs/RUNTIME.md):
 // its innermost frames, then one of these markers saying what was starting, then the code that
 // started it when it is known (the Python code that imports, the caller of dlopen).

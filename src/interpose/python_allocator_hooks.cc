@@ -71,15 +71,19 @@ using GetArenaAllocator = void (*)(PyArenaAllocator* allocator);
 using SetArenaAllocator = void (*)(PyArenaAllocator* allocator);
 
 PyArenaAllocator g_wrapped_arenas;
+// Set once the objects are recorded one by one (python_allocator_hooks_install()): an arena for them
+// is then mapped inside a recorded call, and what else comes through the arena allocator is not one.
+bool g_objects_recorded = false;
 
 // marked_arena_alloc() maps an arena as the interpreter's allocator does, its mapping recorded at
-// the arenas' marker stack rather than at whatever Python line needed a new one.
+// the arenas' marker stack rather than at whatever Python line needed a new one; or, where the
+// objects are recorded, a chunk of the frames' data stack, at its own marker.
 void* marked_arena_alloc(void* context, size_t size) {
   const auto* wrapped = static_cast<const PyArenaAllocator*>(context);
   ThreadState* thread = thread_current();
   if (thread == nullptr) return wrapped->alloc(wrapped->ctx, size);
   uintptr_t outer = thread->stack_marker;
-  thread->stack_marker = kPythonArenaFrame;
+  thread->stack_marker = g_objects_recorded ? kPythonFrameStackFrame : kPythonArenaFrame;
   void* arena = wrapped->alloc(wrapped->ctx, size);
   thread->stack_marker = outer;
   if (arena != nullptr) deferred_records_add_range(reinterpret_cast<uintptr_t>(arena), size);
@@ -115,6 +119,7 @@ bool python_allocator_hooks_install(void* scope) {
     PyMemAllocator wrapper{&g_wrapped[domain], recorded_malloc, recorded_calloc, recorded_realloc, recorded_free};
     set(domain, &wrapper);
   }
+  g_objects_recorded = true;
   return true;
 }
 

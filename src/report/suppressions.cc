@@ -164,6 +164,9 @@ const char* runtime_residue_of(const Frames& frames) {
     if (frame.address == internal::kFreeListFrame) {
       return "the interpreter's own free lists (tuples it keeps to hand out again, a bounded number of each length)";
     }
+    if (frame.address == internal::kPythonFrameStackFrame) {
+      return "the interpreter's stack of frames (chunks of its frames' data, as deep as its calls went)";
+    }
     if (is_libc_function(frame, "_IO_file_doallocate")) return "a stdio buffer";
     if (is_libc_function(frame, "__add_to_environ")) {
       return "the C library's copies of environment variables (setenv keeps every value it was given)";

@@ -520,6 +520,11 @@ const std::vector<SymbolizedFrame>& Symbolizer::symbolize(uint64_t address, uint
     frames.push_back(frame);
     return frames;
   }
+  if (address == internal::kPythonFrameStackFrame) {
+    frame.function = "[the interpreter's stack of frames]";
+    frames.push_back(frame);
+    return frames;
+  }
   if (const char* phase = startup_phase_name(address)) {
     frame.function = phase;
     frames.push_back(frame);

@@ -330,6 +330,18 @@ TEST_P(PythonFrames, SubinterpreterCodeIsNamedByItsOwnFramesOnly) {
   EXPECT_GE(after.bytes, 20000) << "the buffer handle(0) keeps";
 }
 
+// In exact mode the arenas are not counted again (their objects are): what else the interpreter maps
+// through its arena allocator, its frames' data stack (3.11+), is named as such, the runtime's own.
+TEST_P(PythonFrames, AnExactRunNamesTheFrameStackAndNoArenas) {
+  nlohmann::json parsed = run_script("kept = [dict(a=i) for i in range(10000)]\nprint(len(kept))\n");
+  ASSERT_EQ(last_out_, "10000\n");
+  for (const auto& group : parsed["groups"]) {
+    if (group["frame"].is_null()) continue;
+    EXPECT_NE(group["frame"]["function"], "[the interpreter's arenas for small objects]") << group.dump().substr(0, 800);
+    if (group["frame"]["function"] == "[the interpreter's stack of frames]") EXPECT_FALSE(group["runtime"].is_null());
+  }
+}
+
 // Small objects in exact mode: pymalloc keeps serving them (the interpreter's own allocator, the
 // process laid out as it is untraced) and each one is recorded at its line, under -I too, which
 // ignores the environment.
