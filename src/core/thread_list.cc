@@ -43,8 +43,12 @@ void LastThreadWatch::start() {
   if (fd_ >= 0) return;
   int fd = sys::open_file("/proc/self/stat", O_RDONLY, 0);
   if (fd < 0) return;
-  fd_ = sys::move_fd_high(fd);
-  if (!sys::file_identity(fd_, &device_, &inode_)) fd_ = -1;
+  fd = sys::move_fd_high(fd);
+  if (!sys::file_identity(fd, &device_, &inode_)) {
+    sys::close_file(fd);
+    return;
+  }
+  fd_ = fd;
 }
 
 bool LastThreadWatch::still_ours() const {

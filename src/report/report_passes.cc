@@ -102,7 +102,7 @@ struct Kept {
   std::array<std::vector<Candidate>, kReportSections> sections;
   std::array<std::vector<Candidate>, kVerdictCount> groups_by_verdict;
   std::array<std::vector<SiteCandidate>, kVerdictCount> sites_by_verdict;
-  std::vector<Candidate> unjudged;  // not the runtime's own residue
+  std::vector<Candidate> unjudged;  // for the gate: not the runtime's own residue
   std::unordered_set<uint64_t> leak_families;
   std::vector<HolderCandidate> peak_holders, device_peak_holders;
   SectionCounts counts{};
@@ -138,7 +138,7 @@ struct Kept {
       if (counts[section].groups != counted) sections[section].push_back(candidate);
       if (group.live_bytes >= options.min_bytes) groups_by_verdict[verdict_rank(group.verdict)].push_back(candidate);
       if (group.verdict == Verdict::kUnknown && group.runtime == nullptr) {
-        unjudged.push_back(candidate);
+        if (options.every_leak) unjudged.push_back(candidate);  // the gate names the largest
         ++unjudged_groups;
         unjudged_bytes += group.live_bytes;
       }
