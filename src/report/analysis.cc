@@ -10,6 +10,7 @@
 
 #include "report/device_layers.h"
 #include "report/group_keys.h"
+#include "report/group_sums.h"
 #include "report/judged_state.h"
 #include "report/report_passes.h"
 #include "report/suppressions.h"
@@ -29,13 +30,6 @@ StartupPhase startup_phase_of(const RunState& state, Symbolizer& symbolizer, uin
   }
   return symbolizer.runs_python_function(stack, "_find_and_load", "<frozen importlib._bootstrap") ? StartupPhase::kImport
                                                                                                  : StartupPhase::kNone;
-}
-
-// joint_phase() is the phase of a group whose parts were made in `a` and `b`: none unless both
-// were made in one.
-StartupPhase joint_phase(StartupPhase a, StartupPhase b) {
-  if (a == StartupPhase::kNone || b == StartupPhase::kNone) return StartupPhase::kNone;
-  return a == b ? a : StartupPhase::kSeveral;
 }
 
 // Untracked growth must be at least this share of RSS growth, and this fast, to be reported.
@@ -94,20 +88,6 @@ int64_t host_bytes(const std::array<int64_t, internal::kDomainCount>& by_domain)
     if (is_host_domain(static_cast<Domain>(d))) total += by_domain[d];
   }
   return total;
-}
-
-// add_series() adds `part` to `sum`: series that share one time grid (LiveSeries tracks all end at
-// its last sample), aligned at their ends. A group's parts are added one at a time, never held
-// all at once.
-void add_series(std::vector<SeriesPoint>* sum, const std::vector<SeriesPoint>& part) {
-  if (part.size() > sum->size()) {
-    std::vector<SeriesPoint> longer(part.begin(), part.begin() + static_cast<long>(part.size() - sum->size()));
-    for (SeriesPoint& point : longer) point.value = 0;
-    longer.insert(longer.end(), sum->begin(), sum->end());
-    *sum = std::move(longer);
-  }
-  size_t offset = sum->size() - part.size();
-  for (size_t i = 0; i < part.size(); ++i) (*sum)[offset + i].value += part[i].value;
 }
 
 // site_series() is a site's live bytes over time. After a shutdown that freed up to the mark it
@@ -251,32 +231,6 @@ void observe_device_peaks(const RunState& state, std::vector<DevicePeak>* peaks)
   }
 }
 
-// What sampled_precision() sums over a group's sites.
-struct PrecisionSum {
-  double recorded_blocks = 0;
-  double variance = 0;
-  double bytes = 0;
-};
-
-void add_precision(const RunAnalysis& analysis, const SiteReport& site, PrecisionSum* sum) {
-  uint64_t interval = analysis.state.process().sample_interval;
-  const CapturedSite& captured = analysis.capture_of(site);
-  Domain domain = analysis.domain_of(site);
-  bool sampled = domain == Domain::kHeap || domain == Domain::kC10Cpu;  // mappings and devices are recorded whole
-  if (interval == 0 || !sampled || captured.live_bytes <= 0 || captured.live_blocks <= 0) return;
-  double blocks = static_cast<double>(captured.live_blocks), bytes = static_cast<double>(captured.live_bytes);
-  double size = bytes / blocks;
-  double recorded = 1 - std::exp(-size / static_cast<double>(interval));
-  sum->recorded_blocks += blocks * recorded;
-  sum->variance += blocks * size * size * (1 - recorded) / recorded;
-  sum->bytes += bytes;
-}
-
-SampledPrecision precision_of(const PrecisionSum& sum) {
-  if (sum.bytes <= 0) return {};
-  return {sum.recorded_blocks, std::sqrt(sum.variance) / sum.bytes};
-}
-
 double first_seen_s(const RunState& state, uint32_t site) { return static_cast<double>(state.sites()[site].first_seen_ns) / 1e9; }
 
 SiteEvidence site_evidence(const RunAnalysis& analysis, const SiteReport& site) {
@@ -303,6 +257,7 @@ SiteEvidence site_evidence(const RunAnalysis& analysis, const SiteReport& site) 
 // and of those of its key that were gone by the judged snapshot, all their births, and the
 // start-up phase they were all made in, if one.
 SiteEvidence group_evidence(const RunAnalysis& analysis, const GroupReport& group) {
+  if (group.summed != nullptr) return group.summed->evidence(analysis.judged_until_s, analysis.at.index);
   SiteEvidence evidence;
   evidence.made_during = analysis.sites[group.parts[0]].made_during;
   size_t births = 0;
@@ -336,7 +291,6 @@ void settle_reserve(SiteJudgement* judgement) {
                       "judged at their own sites (c10_cuda)";
 }
 
-// group_judgement_of() judges `group` on its parts (its one site's own, when it has one).
 // settle_residue() words the judgement of the runtime's own residue that too few snapshots saw to
 // judge: `check` leaves it out whatever its verdict, so a longer run or a shorter interval is no
 // advice for it (a stdio buffer first allocated as the program prints its result).
@@ -345,20 +299,28 @@ void settle_residue(SiteJudgement* judgement) {
   judgement->reason = fmt::format("too few snapshots to judge ({}), and no need to: it is the runtime's own", judgement->samples);
 }
 
-// group_judgement_of() judges `group` on its parts (its one site's own, when it has one).
-SiteJudgement group_judgement_of(const RunAnalysis& analysis, const GroupReport& group) {
-  SiteJudgement judgement = group.parts.size() == 1 && group.gone_series.empty() ? site_judgement(analysis, group.parts[0])
-                                                                                 : judge_site(group_evidence(analysis, group));
-  bool reserve = std::all_of(group.parts.begin(), group.parts.end(),
-                             [&](uint32_t part) { return analysis.sites[part].runtime == kCachingAllocatorReserve; });
-  if (reserve) settle_reserve(&judgement);
-  if (group.runtime != nullptr && group.runtime != kCachingAllocatorReserve) settle_residue(&judgement);
-  return judgement;
+// take_sums() makes `group` (identity set) one of the summed groups when it is.
+void take_sums(const RunAnalysis& analysis, const SymbolizedFrame* caller, GroupReport* group) {
+  if (!analysis.summed_groups) return;
+  auto found = analysis.summed_groups->find(group->identity);
+  if (found == analysis.summed_groups->end()) return;
+  const GroupSums& sums = found->second;
+  group->summed = &sums;
+  group->live_bytes = sums.live_bytes;
+  group->live_blocks = sums.live_blocks;
+  group->allocations = sums.allocations;
+  group->temporary_allocations = sums.temporary_allocations;
+  group->freed_at_exit_bytes = sums.freed_at_exit_bytes;
+  group->inner_bytes = sums.inner_bytes;
+  group->first_seen_s = sums.first_seen_s;
+  group->cut_at_depth = sums.cut_at_depth;
+  group->caller_frame = sums.named_by_caller ? caller : nullptr;
 }
 
 // build_groups() gathers the (sorted) sites by their group key and judges each group on the sum
-// of its parts.
-void build_groups(RunAnalysis& analysis, GroupKeys& keys) {
+// of its parts. With `summing`, the read adds to summed groups: the gone sites it holds whose
+// groups it does not are kept apart.
+void build_groups(RunAnalysis& analysis, GroupKeys& keys, bool summing) {
   const RunState& state = analysis.state;
   std::unordered_map<GroupKey, uint32_t, GroupKeyHash> by_key;
   std::unordered_map<uint32_t, uint32_t> groups_by_user_frame;  // of kUser keys: how many groups share it
@@ -379,6 +341,8 @@ void build_groups(RunAnalysis& analysis, GroupKeys& keys) {
       uint32_t stack = analysis.stack_of(site);
       group.cut_at_depth = !key.has_user_frame && stack < state.stacks().size() && state.stacks()[stack].depth >= state.process().depth;
       group.first_seen_s = first_seen_s(state, taken.site);
+      group.identity = keys.identity_of(key.key, state.stream_site_id(taken.site));
+      group.user_keyed = key.key.kind == GroupKey::Kind::kUser;
       groups.push_back(group);
       sizes.push_back(0);
       callers.push_back(key.caller);
@@ -411,7 +375,11 @@ void build_groups(RunAnalysis& analysis, GroupKeys& keys) {
     GroupKey key = keys.of(site).key;
     key.driver_layer = is_driver_domain(state.sites()[site].domain);
     auto found = by_key.find(key);
-    if (found != by_key.end()) add_series(&groups[found->second].gone_series, series);
+    if (found != by_key.end()) {
+      add_series(&groups[found->second].gone_series, series);
+    } else if (summing) {
+      add_series(&analysis.unmatched_gone_series[keys.identity_of(key, state.stream_site_id(site))], series);
+    }
   }
   by_key = {};
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -430,6 +398,7 @@ void build_groups(RunAnalysis& analysis, GroupKeys& keys) {
     });
     GroupReport& group = groups[g];
     group.parts = std::span<const uint32_t>(analysis.group_parts.data() + begin, sizes[g]);
+    take_sums(analysis, callers[g], &group);
     SiteJudgement judgement = group_judgement_of(analysis, group);
     group.verdict = judgement.verdict;
     group.growth_bytes_per_min = judgement.growth_bytes_per_min;
@@ -456,7 +425,7 @@ void build_peak_holders(RunAnalysis& analysis, PeakReport* peak, const PeakCaptu
   for (const auto& [site, bytes] : capture.sites) {
     NamedKey key = key_of(site);
     auto [found, inserted] = by_key.emplace(key.key, holders.size());
-    if (inserted) holders.push_back({key.frame, 0, SIZE_MAX, site});
+    if (inserted) holders.push_back({key.frame, 0, SIZE_MAX, site, keys.identity_of(key.key, analysis.state.stream_site_id(site))});
     holders[found->second].bytes += bytes;
   }
   for (size_t g = 0; g < analysis.groups.size(); ++g) {
@@ -468,6 +437,59 @@ void build_peak_holders(RunAnalysis& analysis, PeakReport* peak, const PeakCaptu
 }
 
 }  // namespace
+
+// joint_phase() is the phase of a group whose parts were made in `a` and `b`: none unless both
+// were made in one.
+StartupPhase joint_phase(StartupPhase a, StartupPhase b) {
+  if (a == StartupPhase::kNone || b == StartupPhase::kNone) return StartupPhase::kNone;
+  return a == b ? a : StartupPhase::kSeveral;
+}
+
+// add_series() adds `part` to `sum`: series that share one time grid (LiveSeries tracks all end at
+// its last sample), aligned at their ends. A group's parts are added one at a time, never held
+// all at once.
+void add_series(std::vector<SeriesPoint>* sum, const std::vector<SeriesPoint>& part) {
+  if (part.size() > sum->size()) {
+    std::vector<SeriesPoint> longer(part.begin(), part.begin() + static_cast<long>(part.size() - sum->size()));
+    for (SeriesPoint& point : longer) point.value = 0;
+    longer.insert(longer.end(), sum->begin(), sum->end());
+    *sum = std::move(longer);
+  }
+  size_t offset = sum->size() - part.size();
+  for (size_t i = 0; i < part.size(); ++i) (*sum)[offset + i].value += part[i].value;
+}
+
+// group_judgement_of() judges `group` on its parts (its one site's own, when it has one).
+SiteJudgement group_judgement_of(const RunAnalysis& analysis, const GroupReport& group) {
+  bool alone = group.summed == nullptr && group.parts.size() == 1 && group.gone_series.empty();
+  SiteJudgement judgement = alone ? site_judgement(analysis, group.parts[0]) : judge_site(group_evidence(analysis, group));
+  bool reserve = group.summed != nullptr ? group.summed->all_reserve
+                                         : std::all_of(group.parts.begin(), group.parts.end(), [&](uint32_t part) {
+                                             return analysis.sites[part].runtime == kCachingAllocatorReserve;
+                                           });
+  if (reserve) settle_reserve(&judgement);
+  if (group.runtime != nullptr && group.runtime != kCachingAllocatorReserve) settle_residue(&judgement);
+  return judgement;
+}
+
+void add_precision(const RunAnalysis& analysis, const SiteReport& site, PrecisionSum* sum) {
+  uint64_t interval = analysis.state.process().sample_interval;
+  const CapturedSite& captured = analysis.capture_of(site);
+  Domain domain = analysis.domain_of(site);
+  bool sampled = domain == Domain::kHeap || domain == Domain::kC10Cpu;  // mappings and devices are recorded whole
+  if (interval == 0 || !sampled || captured.live_bytes <= 0 || captured.live_blocks <= 0) return;
+  double blocks = static_cast<double>(captured.live_blocks), bytes = static_cast<double>(captured.live_bytes);
+  double size = bytes / blocks;
+  double recorded = 1 - std::exp(-size / static_cast<double>(interval));
+  sum->recorded_blocks += blocks * recorded;
+  sum->variance += blocks * size * size * (1 - recorded) / recorded;
+  sum->bytes += bytes;
+}
+
+SampledPrecision precision_of(const PrecisionSum& sum) {
+  if (sum.bytes <= 0) return {};
+  return {sum.recorded_blocks, std::sqrt(sum.variance) / sum.bytes};
+}
 
 bool is_host_domain(Domain domain) {
   return domain == Domain::kHeap || domain == Domain::kMmap || domain == Domain::kBrk || domain == Domain::kC10Cpu;
@@ -534,9 +556,11 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
 
 std::unique_ptr<RunAnalysis> analyze_sites(StreamReader& reader, const ChosenSnapshot& at, const std::vector<SnapshotMark>& marks,
                                            const AnalysisOptions& options, std::function<bool(uint32_t stack)> keep, bool warn,
-                                           std::unique_ptr<Symbolizer> symbolizer) {
+                                           std::unique_ptr<Symbolizer> symbolizer, std::shared_ptr<const SummedGroups> summed,
+                                           bool summing) {
   auto analysis = std::make_unique<RunAnalysis>();
   analysis->at = at;
+  analysis->summed_groups = std::move(summed);
   uint32_t judged = analysis->at.index;
   if (keep) analysis->state.keep_sites_of(std::move(keep));
   analysis->state.keep_leak_checks_until(judged);
@@ -640,8 +664,12 @@ std::unique_ptr<RunAnalysis> analyze_sites(StreamReader& reader, const ChosenSna
     if (site.lost.any()) site.lost_runtime = lost_residue(frames, analysis->roles);
   }
   GroupKeys keys(state, *analysis->symbolizer, analysis->roles);
-  build_groups(*analysis, keys);
+  build_groups(*analysis, keys, summing);
   for (GroupReport& group : analysis->groups) {
+    if (group.summed != nullptr) {
+      group.runtime = group.summed->all_residue ? group.summed->largest_runtime : nullptr;
+      continue;  // nothing was lost: a leak-checked stream is read at once
+    }
     bool residue = std::all_of(group.parts.begin(), group.parts.end(),
                                [&](uint32_t part) { return analysis->sites[part].runtime != nullptr; });
     if (residue && !group.parts.empty()) group.runtime = analysis->sites[group.parts[0]].runtime;
@@ -676,41 +704,49 @@ std::unique_ptr<RunAnalysis> analyze_sites(StreamReader& reader, const ChosenSna
   return analysis;
 }
 
-OwnerSums owner_sums(const RunAnalysis& analysis) {
+OwnerSums owner_sums(const RunAnalysis& analysis, bool share_growth) {
   // Live bytes now are those of the judged sites (a teardown mark may take some from the
   // snapshots before it). An owner grows at its part of the program's leaks: each leak's growth
   // shared out as its live bytes are. A pool's workers that each hold a part of one leak each grow,
   // however the entries of a cache they share move between them; a thread that fills a cache
   // does not.
   OwnerSums sums;
-  std::vector<int64_t> leak_bytes(analysis.groups.size(), 0);
-  auto counted = [](const SiteReport& site) {
-    // A caching allocator's reserve holds the tensors counted at their own sites: never both.
-    return !site.from_leak_check && site.runtime != kCachingAllocatorReserve;
-  };
-  auto program_leak = [](const GroupReport& group) { return group.verdict == Verdict::kLeak && group.runtime == nullptr; };
-  for (const SiteReport& site : analysis.sites) {
-    if (counted(site) && program_leak(analysis.groups[site.group])) leak_bytes[site.group] += analysis.capture_of(site).live_bytes;
-  }
-  for (size_t g = 0; g < analysis.groups.size(); ++g) {
-    if (leak_bytes[g] > 0) sums.leaks_growth.add(std::max(analysis.groups[g].growth_bytes_per_min, 0.0));
-  }
   // Owners are those live at some sample (set_owners()): only they have a series.
   for (const std::string& name : analysis.series->task_names()) sums.tasks[name].series = analysis.series->task(name);
   for (uint32_t thread : analysis.series->thread_indexes()) sums.threads[thread].series = analysis.series->thread(thread);
   for (const SiteReport& site : analysis.sites) {
-    if (!counted(site)) continue;
-    const GroupReport& group = analysis.groups[site.group];
-    double growth_per_byte = leak_bytes[site.group] > 0 ? std::max(group.growth_bytes_per_min, 0.0) / static_cast<double>(leak_bytes[site.group]) : 0;
-    auto hold = [&](OwnerSums::Held& held, int64_t bytes) {
-      held.bytes += bytes;
-      held.growth.add(growth_per_byte * static_cast<double>(bytes));
-    };
+    if (!counts_for_owners(site)) continue;
     const CapturedSite& taken = analysis.capture_of(site);
-    analysis.captures.for_each_task(taken, [&](const std::string& name, int64_t bytes, int64_t) { hold(sums.tasks[name], bytes); });
-    analysis.captures.for_each_thread(taken, [&](uint32_t thread, int64_t bytes, int64_t) { hold(sums.threads[thread], bytes); });
+    analysis.captures.for_each_task(taken, [&](const std::string& name, int64_t bytes, int64_t) { sums.tasks[name].bytes += bytes; });
+    analysis.captures.for_each_thread(taken, [&](uint32_t thread, int64_t bytes, int64_t) { sums.threads[thread].bytes += bytes; });
+  }
+  if (!share_growth) return sums;
+  for (const GroupReport& group : analysis.groups) {
+    if (group.verdict != Verdict::kLeak || group.runtime != nullptr || group.summed != nullptr) continue;
+    OwnedBytes owned;
+    for (uint32_t part : group.parts) {
+      const SiteReport& site = analysis.sites[part];
+      if (!counts_for_owners(site)) continue;
+      const CapturedSite& taken = analysis.capture_of(site);
+      owned.bytes += taken.live_bytes;
+      analysis.captures.for_each_task(taken, [&](const std::string& name, int64_t bytes, int64_t) { owned.by_task[name] += bytes; });
+      analysis.captures.for_each_thread(taken, [&](uint32_t thread, int64_t bytes, int64_t) { owned.by_thread[thread] += bytes; });
+    }
+    sums.share(group.growth_bytes_per_min, owned);
   }
   return sums;
+}
+
+bool counts_for_owners(const SiteReport& site) { return !site.from_leak_check && site.runtime != kCachingAllocatorReserve; }
+
+void OwnerSums::share(double growth_bytes_per_min, const OwnedBytes& owned) {
+  if (owned.bytes <= 0) return;
+  double growth = std::max(growth_bytes_per_min, 0.0);
+  leaks_growth.add(growth);
+  // One term per owner and leak, whichever way the leak's sites were read.
+  double per_byte = growth / static_cast<double>(owned.bytes);
+  for (const auto& [name, bytes] : owned.by_task) tasks[name].growth.add(per_byte * static_cast<double>(bytes));
+  for (const auto& [thread, bytes] : owned.by_thread) threads[thread].growth.add(per_byte * static_cast<double>(bytes));
 }
 
 void OwnerSums::add(const OwnerSums& other) {
@@ -785,16 +821,20 @@ void count_in_sections(const GroupReport& group, int64_t min_bytes, SectionCount
 }
 
 SampledPrecision sampled_precision(const RunAnalysis& analysis, const GroupReport& group) {
+  if (group.summed != nullptr) return precision_of(group.summed->precision);
   PrecisionSum sum;
   for (uint32_t part : group.parts) add_precision(analysis, analysis.sites[part], &sum);
   return precision_of(sum);
 }
 
 std::vector<SeriesPoint> group_series(const RunAnalysis& analysis, const GroupReport& group) {
+  if (group.summed != nullptr) return group.summed->series;
   std::vector<SeriesPoint> sum = group.gone_series;
   for (uint32_t part : group.parts) add_series(&sum, site_series(analysis, analysis.sites[part]));
   return sum;
 }
+
+size_t group_site_count(const GroupReport& group) { return group.summed != nullptr ? group.summed->sites() : group.parts.size(); }
 
 int64_t RunAnalysis::own_live_bytes(const SiteReport& site) const {
   const CapturedSite& taken = capture_of(site);
@@ -817,37 +857,48 @@ SiteJudgement site_judgement(const RunAnalysis& analysis, size_t index) {
   return judgement;
 }
 
-int64_t older_than_freed_bytes(const RunAnalysis& analysis, const GroupReport& group) {
+void add_part_ages(const RunAnalysis& analysis, const SiteReport& site, PartAges* ages) {
+  if (ages->unknown) return;
+  if (site.from_leak_check) {
+    ages->unknown = true;
+    return;
+  }
+  const CapturedSite& taken = analysis.capture_of(site);
+  LifetimeHistogram::Buckets lifetimes = analysis.captures.lifetimes(taken);
+  int longest = -1;  // the largest lifetime bucket holding freed bytes
+  for (int bucket = internal::kLifetimeBuckets - 1; bucket >= 0 && longest < 0; --bucket) {
+    if (lifetimes[static_cast<size_t>(bucket)] > 0) longest = bucket;
+  }
+  if (longest < 0) return;
+  if (longest == internal::kLifetimeBuckets - 1) {
+    ages->unknown = true;
+    return;
+  }
+  ages->freed = true;
+  // Bucket b holds lifetimes of [2^(b-1), 2^b) epochs, bucket 0 those freed in their own epoch.
+  uint32_t lifetime = longest == 0 ? 0 : (1u << longest) - 1;
+  // The part as of the snapshot it is taken from (before a shutdown, for some).
+  uint32_t epoch = analysis.state.epoch_closed_at(taken.taken_s);
+  if (epoch == 0) {
+    ages->unknown = true;
+    return;
+  }
+  if (epoch <= lifetime) return;
+  // Older: born in an epoch before epoch - lifetime, which began when the snapshot before it was taken.
   double bin_s = static_cast<double>(analysis.state.birth_bin_ns()) / 1e9;
-  bool freed = false;
-  int64_t older = 0;
+  double older_before_s = static_cast<double>(analysis.state.epoch_start_ns(epoch - lifetime)) / 1e9;
+  for (const LiveByBirth& birth : analysis.captures.births(taken)) {
+    if (birth.birth_s + bin_s <= older_before_s) ages->older += birth.bytes;
+  }
+}
+
+int64_t older_than_freed_bytes(const RunAnalysis& analysis, const GroupReport& group) {
   // Each part against what it freed itself: a part that frees nothing is no cache's turnover, and
   // is not measured against another's (a map's nodes against the bucket arrays each rehash frees).
-  for (uint32_t part : group.parts) {
-    const SiteReport& site = analysis.sites[part];
-    if (site.from_leak_check) return -1;
-    const CapturedSite& taken = analysis.capture_of(site);
-    LifetimeHistogram::Buckets lifetimes = analysis.captures.lifetimes(taken);
-    int longest = -1;  // the largest lifetime bucket holding freed bytes
-    for (int bucket = internal::kLifetimeBuckets - 1; bucket >= 0 && longest < 0; --bucket) {
-      if (lifetimes[static_cast<size_t>(bucket)] > 0) longest = bucket;
-    }
-    if (longest < 0) continue;
-    if (longest == internal::kLifetimeBuckets - 1) return -1;
-    freed = true;
-    // Bucket b holds lifetimes of [2^(b-1), 2^b) epochs, bucket 0 those freed in their own epoch.
-    uint32_t lifetime = longest == 0 ? 0 : (1u << longest) - 1;
-    // The part as of the snapshot it is taken from (before a shutdown, for some).
-    uint32_t epoch = analysis.state.epoch_closed_at(taken.taken_s);
-    if (epoch == 0) return -1;
-    if (epoch <= lifetime) continue;
-    // Older: born in an epoch before epoch - lifetime, which began when the snapshot before it was taken.
-    double older_before_s = static_cast<double>(analysis.state.epoch_start_ns(epoch - lifetime)) / 1e9;
-    for (const LiveByBirth& birth : analysis.captures.births(taken)) {
-      if (birth.birth_s + bin_s <= older_before_s) older += birth.bytes;
-    }
-  }
-  return freed ? older : -1;
+  if (group.summed != nullptr) return group.summed->ages.bytes();
+  PartAges ages;
+  for (uint32_t part : group.parts) add_part_ages(analysis, analysis.sites[part], &ages);
+  return ages.bytes();
 }
 
 int64_t shown_older_than_freed_bytes(const RunAnalysis& analysis, const GroupReport& group) {
@@ -869,6 +920,7 @@ VerdictCounts verdict_counts(const RunAnalysis& analysis) {
 
 uint32_t group_id(const RunAnalysis& analysis, size_t index) {
   const GroupReport& group = analysis.groups[index];
+  if (group.summed != nullptr) return group.summed->parts[0].site;  // a read may hold some of its sites but not the largest
   return analysis.state.stream_site_id(analysis.capture_of(analysis.sites[group.parts[0]]).site);
 }
 

@@ -22,6 +22,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "report/frame_roles.h"
@@ -35,6 +36,11 @@
 #include "report/verdict.h"
 
 namespace leakscope::report {
+
+struct RunAnalysis;
+struct GroupSums;  // report/group_sums.h
+// The groups of a read in parts summed over several reads, by GroupReport::identity.
+using SummedGroups = std::unordered_map<uint64_t, GroupSums>;
 
 // SiteReport: one judged site, a fixed record. What only a shown site needs (its owners and
 // births by name, its whole judgement) is made for it by site_detail().
@@ -93,7 +99,19 @@ struct GroupReport {
   // The live bytes over time of the sites of its key that hold nothing at the judged snapshot
   // (gone_sites_series()): empty when none held anything at a sample.
   std::vector<SeriesPoint> gone_series;
+  // What tells it from other groups in any read of the stream (GroupKeys::identity_of()).
+  uint64_t identity = 0;
+  bool user_keyed = false;  // keyed by its first user frame (and the one that called it)
+  // Of a group of more sites than a part of a read in parts holds: what all its sites add up to,
+  // its parts being only its largest (kPartsShown); null for any other.
+  const GroupSums* summed = nullptr;
 };
+
+// How many of a group's largest sites a report names; a summed group keeps no more of them whole.
+inline constexpr size_t kPartsShown = 5;
+
+// group_site_count() is how many sites `group` has.
+size_t group_site_count(const GroupReport& group);
 
 // Live bytes of everything one task name, or one thread, owns, and its part of the leaks' growth.
 struct OwnerReport {
@@ -125,6 +143,7 @@ struct PeakReport {
     int64_t bytes = 0;        // at the peak
     size_t group = SIZE_MAX;  // the group of the judged snapshot with that frame, if any
     uint32_t site = 0;        // the first of its sites, in the stream's order
+    uint64_t identity = 0;    // as its group's (GroupReport::identity)
   };
   uint32_t snapshot = 0;  // from 1; 0 when nothing was ever tracked
   double time_s = 0;
@@ -196,6 +215,9 @@ struct SectionCount {
 };
 using SectionCounts = std::array<SectionCount, kReportSections>;
 
+// Why a gate leaves a site out of what it counts; "" when it counts it.
+using SiteLeftOut = std::function<std::string(RunAnalysis& analysis, const SiteReport& site)>;
+
 struct AnalysisOptions {
   SnapshotChoice at;
   std::string fold;  // framework modules for grouping and folding (--fold)
@@ -208,6 +230,9 @@ struct AnalysisOptions {
   int64_t min_bytes = 0;
   // Read in parts, keep every leak group too, whatever `top`: the gate counts them all.
   bool every_leak = false;
+  // Why the gate leaves a site out ("" when it counts), for groups too large for a part, whose
+  // sites are not all held when the gate reads them; null when no gate reads the analysis.
+  SiteLeftOut gate_left_out;
 };
 
 struct RunAnalysis {
@@ -252,6 +277,11 @@ struct RunAnalysis {
   size_t parts_read = 0;  // how many parts the groups were read in; 0: at once
   std::unique_ptr<Symbolizer> symbolizer;  // over `state`
   FrameRoles roles;
+  // The summed groups whose largest sites this read holds (GroupReport::summed).
+  std::shared_ptr<const SummedGroups> summed_groups;
+  // A read that adds to summed groups: the series of the gone sites it holds whose groups have no
+  // live site in it, by GroupReport::identity (another read may hold their live sites).
+  std::unordered_map<uint64_t, std::vector<SeriesPoint>> unmatched_gone_series;
   std::unique_ptr<LiveSeries> series;  // each site's live bytes over time, up to the judged snapshot
   double now_s = 0;  // the judged snapshot's time
   // What judgements are made at: now_s, or the start of a shutdown that freed up to the judged
@@ -306,6 +336,15 @@ struct SampledPrecision {
 };
 SampledPrecision sampled_precision(const RunAnalysis& analysis, const GroupReport& group);
 
+// What sampled_precision() sums over a group's sites.
+struct PrecisionSum {
+  double recorded_blocks = 0;
+  double variance = 0;
+  double bytes = 0;
+};
+void add_precision(const RunAnalysis& analysis, const SiteReport& site, PrecisionSum* sum);
+SampledPrecision precision_of(const PrecisionSum& sum);
+
 // older_than_freed_bytes() is how many of a group's live bytes have lived longer than any block
 // their own site freed: what a cache's turnover has not reached, so the leak's own part when one
 // site both keeps some of its blocks and lets the others go (docs/ANALYSIS.md, "Leaks that share
@@ -316,9 +355,30 @@ SampledPrecision sampled_precision(const RunAnalysis& analysis, const GroupRepor
 // judged one.
 int64_t older_than_freed_bytes(const RunAnalysis& analysis, const GroupReport& group);
 
+// What older_than_freed_bytes() sums over a group's parts, one at a time.
+struct PartAges {
+  bool unknown = false;  // a part makes it -1 whatever the others
+  bool freed = false;
+  int64_t older = 0;
+  int64_t bytes() const { return unknown || !freed ? -1 : older; }
+};
+void add_part_ages(const RunAnalysis& analysis, const SiteReport& site, PartAges* ages);
+
 // shown_older_than_freed_bytes() is older_than_freed_bytes() of a leak group when it sets a part
 // apart, some of its bytes and not all; else -1.
 int64_t shown_older_than_freed_bytes(const RunAnalysis& analysis, const GroupReport& group);
+
+// group_judgement_of() judges `group` on its parts (its one site's own, when it has one), or on
+// its sums.
+SiteJudgement group_judgement_of(const RunAnalysis& analysis, const GroupReport& group);
+
+// joint_phase() is the start-up phase of a group whose parts were made in `a` and `b`: none unless
+// both were made in one.
+StartupPhase joint_phase(StartupPhase a, StartupPhase b);
+
+// add_series() adds `part` to `sum`: series that share one time grid (LiveSeries tracks all end at
+// its last sample), aligned at their ends.
+void add_series(std::vector<SeriesPoint>* sum, const std::vector<SeriesPoint>& part);
 
 // group_series() is a group's live bytes over time: the sum of its sites' series (as judged), and
 // of those of its key that were gone by the judged snapshot.
@@ -334,10 +394,13 @@ std::unique_ptr<RunAnalysis> analyze_run(StreamReader& reader, const AnalysisOpt
 // program-wide is the whole stream's, but for what is summed over sites (the owners, what teardown
 // freed, the live bytes by domain, the peaks' holders): that is of the sites kept. `symbolizer`,
 // when given, is one of an earlier read of the stream, rebound to this one: the modules' debug
-// information is read once for every part.
+// information is read once for every part. The groups of `summed` are made from their sums, the
+// sites held being their largest (report/group_sums.h); with `summing`, the read is one that adds
+// to such sums, and keeps the gone sites' series that match no group it holds.
 std::unique_ptr<RunAnalysis> analyze_sites(StreamReader& reader, const ChosenSnapshot& at, const std::vector<SnapshotMark>& marks,
                                            const AnalysisOptions& options, std::function<bool(uint32_t stack)> keep, bool warn,
-                                           std::unique_ptr<Symbolizer> symbolizer = nullptr);
+                                           std::unique_ptr<Symbolizer> symbolizer = nullptr,
+                                           std::shared_ptr<const SummedGroups> summed = nullptr, bool summing = false);
 
 // section_of() is the section of a report that lists `group`.
 ReportSection section_of(const GroupReport& group);
@@ -348,6 +411,12 @@ void count_in_sections(const GroupReport& group, int64_t min_bytes, SectionCount
 // judged snapshot, its share of the leaks' growth and its live bytes over time (none for one live
 // at no sample, which is not shown); and the growth of all the program's leaks. Sums of the
 // sites', so that parts read apart add up.
+// A leak's bytes that count for its owners, all and by owner (owner_sums()).
+struct OwnedBytes {
+  int64_t bytes = 0;
+  std::map<std::string, int64_t> by_task;
+  std::map<uint32_t, int64_t> by_thread;
+};
 struct OwnerSums {
   // A sum of growth rates that is the same in whatever order its terms come, as parts read apart
   // bring them in another order than one read: fixed point, in 1/1024 of a byte a minute.
@@ -371,8 +440,16 @@ struct OwnerSums {
   Rate leaks_growth;
 
   void add(const OwnerSums& other);
+  // share() adds a leak's growth, shared out to its owners as they hold its bytes.
+  void share(double growth_bytes_per_min, const OwnedBytes& owned);
 };
-OwnerSums owner_sums(const RunAnalysis& analysis);
+// owner_sums() sums the owners of `analysis`'s sites, and with `share_growth` the growth of its
+// leaks but for summed groups' (shared from their sums, report/group_sums.h).
+OwnerSums owner_sums(const RunAnalysis& analysis, bool share_growth = true);
+// counts_for_owners() tells whether `site`'s bytes count for its owners: a caching allocator's
+// reserve holds the tensors counted at their own sites (never both), and a site taken at the leak
+// check is not live at the judged snapshot.
+bool counts_for_owners(const SiteReport& site);
 // set_owners() makes analysis.by_task and by_thread from `sums`.
 void set_owners(RunAnalysis& analysis, const OwnerSums& sums);
 

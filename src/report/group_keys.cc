@@ -71,6 +71,14 @@ uint64_t GroupKeys::family_of(const NamedKey& named, uint32_t stream_stack) cons
   return std::hash<std::string>()(identities_.name(named.key.first - 1)) ^ kind * 0x9e3779b97f4a7c15ull;
 }
 
+uint64_t GroupKeys::identity_of(const GroupKey& key, uint32_t stream_site) const {
+  uint64_t kind = static_cast<uint64_t>(key.kind) + 1 + (key.driver_layer ? 8 : 0);
+  if (key.kind == GroupKey::Kind::kSite) return (kind << 32 | stream_site) * 0x9e3779b97f4a7c15ull;
+  std::hash<std::string> hash;
+  uint64_t caller = key.second == 0 ? 0 : hash(identities_.name(key.second - 1)) * 0xc2b2ae3d27d4eb4full;
+  return (hash(identities_.name(key.first - 1)) ^ caller) + kind * 0x9e3779b97f4a7c15ull;
+}
+
 // outermost_of_own_run() is, in the innermost run of frames in one of the program's modules, the
 // first that names a lambda (the task a std::function runs), or else the run's outermost frame;
 // null when no frame is in the program's modules.

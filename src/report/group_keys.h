@@ -57,6 +57,10 @@ class GroupKeys {
   // frame, or for a site grouped alone, its stack's id in the stream (`stream_stack`).
   uint64_t family_of(const NamedKey& named, uint32_t stream_stack) const;
 
+  // identity_of() is a hash of `key` the same in any read of the stream: of the names of its frames,
+  // or for a site grouped alone, of its site's id in the stream (`stream_site`).
+  uint64_t identity_of(const GroupKey& key, uint32_t stream_site) const;
+
  private:
   uint32_t frame_id(const SymbolizedFrame& frame);  // from 1: 0 is no frame
   // naming_frame() names a site grouped alone: its innermost frame, or where that has no name (an

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/device_layers.h"
+#include "report/group_sums.h"
 #include "report/frame_names.h"
 #include "report/frame_roles.h"
 #include "report/site_format.h"
@@ -46,7 +47,12 @@ GatedGroup gated_group(RunAnalysis& analysis, size_t index, const GateOptions& o
   gated.freed_when = freed_when(analysis);
   gated.relative_error = sampled_precision(analysis, group).relative_error;
   gated.older_than_freed_bytes = shown_older_than_freed_bytes(analysis, group);
-  for (uint32_t part : group.parts) {
+  if (group.summed != nullptr) {
+    gated.live_bytes = group.summed->gated_bytes;
+    gated.left_out_bytes = group.summed->left_out_bytes;
+    gated.left_out_by = group.summed->left_out_by;
+  }
+  for (uint32_t part : group.summed != nullptr ? std::span<const uint32_t>() : group.parts) {
     const SiteReport& site = analysis.sites[part];
     std::string why = left_out_by(analysis, site, options);
     int64_t bytes = analysis.capture_of(site).live_bytes;
@@ -243,6 +249,15 @@ Baseline parse_baseline(const std::string& path) {
 }
 
 }  // namespace
+
+SiteLeftOut site_left_out(const Suppressions* suppressions, bool runtime_residue) {
+  return [suppressions, runtime_residue](RunAnalysis& analysis, const SiteReport& site) {
+    GateOptions options;
+    options.suppressions = suppressions;
+    options.runtime_residue = runtime_residue;
+    return left_out_by(analysis, site, options);
+  };
+}
 
 std::string group_match_key(const SymbolizedFrame& frame) {
   if (!frame.function.empty()) return frame.function + "|" + module_base_name(frame.file);

@@ -138,6 +138,10 @@ struct GateResult {
 // fails its check (callers refuse it before: cmd_check.cc).
 GateResult evaluate_gate(RunAnalysis& analysis, const GateOptions& options);
 
+// site_left_out() says why a gate of `suppressions` (or none) and `runtime_residue` leaves a site
+// out, for a read that sums a group's sites before the gate sees it (AnalysisOptions::gate_left_out).
+SiteLeftOut site_left_out(const Suppressions* suppressions, bool runtime_residue);
+
 }  // namespace leakscope::report
 
 #endif  // LEAKSCOPE_REPORT_LEAK_GATE_H_

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "report/device_layers.h"
+#include "report/group_sums.h"
 #include "report/json_writer.h"
 #include "report/leak_check.h"
 #include "report/site_format.h"
@@ -21,7 +22,6 @@ using internal::domain_name;
 namespace {
 
 constexpr size_t kSparkWidth = 60;
-constexpr size_t kPartsShown = 5;
 
 std::string rate(double bytes_per_min) {
   return fmt::format("{}{}/min", bytes_per_min >= 0 ? "+" : "", format_bytes(static_cast<int64_t>(bytes_per_min)));
@@ -79,7 +79,7 @@ std::string runtime_text(const GroupReport& group) {
 std::string blocks_text(const RunAnalysis& analysis, const GroupReport& group) {
   std::string text = fmt::format("{} in {} block{}", format_bytes(group.live_bytes), group.live_blocks,
                                  group.live_blocks == 1 ? "" : "s");
-  if (group.parts.size() > 1) text += fmt::format(" of {} sites", group.parts.size());
+  if (size_t sites = group_site_count(group); sites > 1) text += fmt::format(" of {} sites", sites);
   // A sampled estimate resting on a handful of recorded blocks is a guess: say how good.
   SampledPrecision precision = sampled_precision(analysis, group);
   if (precision.relative_error >= 0.005) {
@@ -151,9 +151,14 @@ std::vector<LostFinding> lost_findings_by_place(const RunAnalysis& analysis, con
 
 std::string domains_text(const RunAnalysis& analysis, const GroupReport& group) {
   std::string domains;
-  for (uint32_t part : group.parts) {
-    const char* name = domain_name(analysis.domain_of(analysis.sites[part]));
+  auto add = [&](Domain domain) {
+    const char* name = domain_name(domain);
     if (domains.find(name) == std::string::npos) domains += std::string(domains.empty() ? "" : "+") + name;
+  };
+  if (group.summed != nullptr) {
+    for (const SummedPart& part : group.summed->parts) add(part.domain);
+  } else {
+    for (uint32_t part : group.parts) add(analysis.domain_of(analysis.sites[part]));
   }
   return domains;
 }
@@ -173,9 +178,13 @@ std::string counts_text(const RunAnalysis& analysis, const GroupReport& group) {
 }
 
 std::string owners_of_group(const RunAnalysis& analysis, const GroupReport& group) {
-  if (group.parts.size() == 1) return owners_text(site_summary(analysis, group.parts[0]));
+  if (group_site_count(group) == 1) return owners_text(site_summary(analysis, group.parts[0]));
   SiteSummary merged;
-  for (uint32_t part : group.parts) {
+  if (group.summed != nullptr) {
+    for (const auto& [thread, share] : group.summed->threads) merged.threads.push_back(share);
+    for (const auto& [name, share] : group.summed->tasks) merged.tasks.push_back(share);
+  }
+  for (uint32_t part : group.summed != nullptr ? std::span<const uint32_t>() : group.parts) {
     SiteSummary summary = site_summary(analysis, part);
     for (const ThreadShare& share : summary.threads) {
       auto found = std::find_if(merged.threads.begin(), merged.threads.end(),
@@ -197,10 +206,13 @@ std::string owners_of_group(const RunAnalysis& analysis, const GroupReport& grou
       }
     }
   }
-  std::stable_sort(merged.threads.begin(), merged.threads.end(),
-                   [](const ThreadShare& a, const ThreadShare& b) { return a.live_bytes > b.live_bytes; });
-  std::stable_sort(merged.tasks.begin(), merged.tasks.end(),
-                   [](const TaskShare& a, const TaskShare& b) { return a.live_bytes > b.live_bytes; });
+  // Owners that hold alike are in the order of their ids, however the parts came.
+  std::sort(merged.threads.begin(), merged.threads.end(), [](const ThreadShare& a, const ThreadShare& b) {
+    return a.live_bytes != b.live_bytes ? a.live_bytes > b.live_bytes : a.thread < b.thread;
+  });
+  std::sort(merged.tasks.begin(), merged.tasks.end(), [](const TaskShare& a, const TaskShare& b) {
+    return a.live_bytes != b.live_bytes ? a.live_bytes > b.live_bytes : a.name < b.name;
+  });
   return owners_text(merged);
 }
 
@@ -274,6 +286,13 @@ void group_item(const RunAnalysis& analysis, size_t index, JsonItems& items) {
   add_lost_json(group.lost, &entry);
   entry["lost_runtime"] = group.lost_runtime == nullptr ? nlohmann::json() : nlohmann::json(group.lost_runtime);
   items.object(judgement_json(group_judgement(analysis, index), entry), {{"parts", [&](JsonItems& parts) {
+                 if (group.summed != nullptr) {
+                   for (const SummedPart& part : group.summed->parts) {
+                     parts.item({{"site", part.site}, {"domain", domain_name(part.domain)}, {"live_bytes", part.live_bytes},
+                                 {"live_blocks", part.live_blocks}});
+                   }
+                   return;
+                 }
                  for (uint32_t part : group.parts) {
                    const SiteReport& site = analysis.sites[part];
                    const CapturedSite& taken = analysis.capture_of(site);
@@ -557,7 +576,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     }
     out += wrap(counts_text(analysis, group), "   ");
     out += wrap(owners_of_group(analysis, group), "   ");
-    if (group.parts.size() > 1) {
+    if (size_t sites = group_site_count(group); sites > 1) {
       for (size_t i = 0; i < group.parts.size() && i < kPartsShown; ++i) {
         const SiteReport& site = analysis.sites[group.parts[i]];
         const CapturedSite& part = analysis.capture_of(site);
@@ -569,7 +588,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
         if (!frames.empty()) line += " · at " + frame_text(*frames[0], kWidth - text_columns(line) - 6);
         out += line + "\n";
       }
-      if (group.parts.size() > kPartsShown) out += fmt::format("          and {} more sites\n", group.parts.size() - kPartsShown);
+      if (sites > kPartsShown) out += fmt::format("          and {} more sites\n", sites - kPartsShown);
       out += "   stack of the largest part:\n";
     }
     const auto frames = folder.fold(symbolizer.stack(analysis.stack_of(analysis.sites[group.parts[0]])));

@@ -1,10 +1,12 @@
 #include "report/report_passes.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/intern_table.h"
 #include "report/group_keys.h"
+#include "report/group_sums.h"
 
 namespace leakscope::report {
 namespace {
@@ -45,6 +47,8 @@ struct Candidate {
   Rank first_site;
   uint32_t first_site_id = 0;  // the stream's
   uint64_t family = 0;
+  uint64_t identity = 0;  // GroupReport::identity
+  bool summed = false;    // its sites are summed over several reads (report/group_sums.h)
 };
 
 // rank_order() is negative when `a` ranks before `b`, positive when after, 0 when they rank alike.
@@ -64,6 +68,9 @@ struct HolderCandidate {
   int64_t bytes = 0;
   uint32_t first_site_id = 0;  // the stream's
   uint64_t family = 0;
+  uint32_t first_site_stack = 0;  // the stream's
+  uint64_t identity = 0;          // as its group's
+  bool summed = false;            // of a summed family: its first site is read, not its family
 };
 
 bool held_more(const HolderCandidate& a, const HolderCandidate& b) {
@@ -75,6 +82,8 @@ struct SiteCandidate {
   Rank site;
   uint32_t site_id = 0;  // the stream's
   uint64_t family = 0;
+  uint32_t stack = 0;    // the stream's
+  bool summed = false;   // of a summed family: its stack is read, not its family
 };
 
 // Sites that rank alike keep the order of the stream's ids (analysis.cc orders them by live bytes
@@ -104,7 +113,10 @@ struct Kept {
   std::array<std::vector<SiteCandidate>, kVerdictCount> sites_by_verdict;
   std::vector<Candidate> unjudged;  // for the gate: not the runtime's own residue
   std::unordered_set<uint64_t> leak_families;
+  std::unordered_set<uint64_t> summed_leaks;  // identities
   std::vector<HolderCandidate> peak_holders, device_peak_holders;
+  // The holders of summed families, by identity, summed as their reads come.
+  std::unordered_map<uint64_t, HolderCandidate> summed_peak_holders, summed_device_peak_holders;
   SectionCounts counts{};
   VerdictCounts verdicts;
   size_t unjudged_groups = 0;
@@ -116,10 +128,6 @@ struct Kept {
   // take() adds what a part's analysis holds; `stacks` and `families` name its stacks.
   void take(const RunAnalysis& analysis, const KeptStacks& stacks, const std::vector<uint64_t>& families,
             const AnalysisOptions& options) {
-    auto family_of_site = [&](uint32_t site) {
-      uint32_t stream_stack = stacks.stream_id(analysis.state.sites()[site].stack);
-      return stream_stack < families.size() ? families[stream_stack] : 0;
-    };
     std::vector<uint32_t> first_site(analysis.groups.size(), UINT32_MAX);  // in analysis.sites, whose order groups follow
     for (size_t i = 0; i < analysis.sites.size(); ++i) {
       if (first_site[analysis.sites[i].group] == UINT32_MAX) first_site[analysis.sites[i].group] = static_cast<uint32_t>(i);
@@ -131,29 +139,12 @@ struct Kept {
       Candidate candidate{{group.verdict, group.growth_bytes_per_min, group.live_bytes},
                           {site.verdict, site.growth_bytes_per_min, taken.live_bytes},
                           analysis.state.stream_site_id(taken.site),
-                          family_of_site(taken.site)};
-      size_t section = static_cast<size_t>(section_of(group));
-      size_t counted = counts[section].groups;
-      count_in_sections(group, options.min_bytes, &counts);
-      if (counts[section].groups != counted) sections[section].push_back(candidate);
-      if (group.live_bytes >= options.min_bytes) groups_by_verdict[verdict_rank(group.verdict)].push_back(candidate);
-      if (group.verdict == Verdict::kUnknown && group.runtime == nullptr) {
-        if (options.every_leak) unjudged.push_back(candidate);  // the gate names the largest
-        ++unjudged_groups;
-        unjudged_bytes += group.live_bytes;
-      }
-      if (options.every_leak && group.verdict == Verdict::kLeak) leak_families.insert(candidate.family);
+                          family_of(analysis, stacks, families, taken.site),
+                          group.identity};
+      add_group(group, candidate, options);
     }
-    for (auto& listed : sections) keep_first(&listed, options.top, listed_before);
-    for (auto& listed : groups_by_verdict) keep_first(&listed, options.top, listed_before);
-    keep_first(&unjudged, options.top, listed_before);
-    for (const SiteReport& site : analysis.sites) {
-      const CapturedSite& taken = analysis.capture_of(site);
-      if (taken.live_bytes < options.min_bytes) continue;
-      sites_by_verdict[verdict_rank(site.verdict)].push_back(
-          {{site.verdict, site.growth_bytes_per_min, taken.live_bytes}, analysis.state.stream_site_id(taken.site), family_of_site(taken.site)});
-    }
-    for (auto& listed : sites_by_verdict) keep_first(&listed, options.top, site_listed_before);
+    keep_groups(options);
+    take_sites(analysis, stacks, families, options, false);
     VerdictCounts part_verdicts = verdict_counts(analysis);
     for (size_t v = 0; v < kVerdictCount; ++v) {
       verdicts.groups[v] += part_verdicts.groups[v];
@@ -162,46 +153,194 @@ struct Kept {
     // The text names five holders; the JSON up to --top.
     size_t holders_kept = std::max(options.top, kPeakHoldersShown);
     auto take_holders = [&](const PeakReport& peak, std::vector<HolderCandidate>* kept) {
-      for (size_t i = 0; i < peak.holders.size() && i < holders_kept; ++i) {
-        const PeakReport::Holder& holder = peak.holders[i];
-        kept->push_back({holder.bytes, analysis.state.stream_site_id(holder.site), family_of_site(holder.site)});
-      }
+      for (size_t i = 0; i < peak.holders.size() && i < holders_kept; ++i) kept->push_back(holder_of(analysis, stacks, families, peak.holders[i]));
       keep_first(kept, holders_kept, held_more);
     };
     take_holders(analysis.peak, &peak_holders);
     take_holders(analysis.device_peak, &device_peak_holders);
-    owners.add(owner_sums(analysis));
+    take_program_wide(analysis, owner_sums(analysis));
+  }
+
+  // take_summing_read() adds what a read that adds to summed groups holds but its groups: those
+  // are taken whole by take_sums().
+  void take_summing_read(const RunAnalysis& analysis, const KeptStacks& stacks, const std::vector<uint64_t>& families,
+                         const AnalysisOptions& options) {
+    take_sites(analysis, stacks, families, options, true);
+    for (const SiteReport& site : analysis.sites) ++verdicts.sites[verdict_rank(site.verdict)];
+    auto sum_holders = [&](const PeakReport& peak, std::unordered_map<uint64_t, HolderCandidate>* summed) {
+      for (const PeakReport::Holder& holder : peak.holders) {
+        HolderCandidate candidate = holder_of(analysis, stacks, families, holder);
+        candidate.summed = true;
+        auto [found, added] = summed->emplace(candidate.identity, candidate);
+        if (added) continue;
+        found->second.bytes += candidate.bytes;
+        if (candidate.first_site_id < found->second.first_site_id) {
+          found->second.first_site_id = candidate.first_site_id;
+          found->second.first_site_stack = candidate.first_site_stack;
+        }
+      }
+    };
+    sum_holders(analysis.peak, &summed_peak_holders);
+    sum_holders(analysis.device_peak, &summed_device_peak_holders);
+    take_program_wide(analysis, owner_sums(analysis, false));
+  }
+
+  // take_sums() adds the summed groups, judged.
+  void take_sums(const SummedGroups& sums, const AnalysisOptions& options) {
+    for (const auto& [identity, sum] : sums) {
+      GroupReport group;
+      group.verdict = sum.judgement.verdict;
+      group.growth_bytes_per_min = sum.judgement.growth_bytes_per_min;
+      group.live_bytes = sum.live_bytes;
+      group.live_blocks = sum.live_blocks;
+      group.runtime = sum.all_residue ? sum.largest_runtime : nullptr;
+      const SummedPart& first = sum.first_ranked;
+      Candidate candidate{{group.verdict, group.growth_bytes_per_min, group.live_bytes},
+                          {first.verdict, first.growth_bytes_per_min, first.live_bytes},
+                          first.site,
+                          sum.family,
+                          identity,
+                          true};
+      add_group(group, candidate, options);
+      ++verdicts.groups[verdict_rank(group.verdict)];
+      if (group.verdict == Verdict::kLeak && group.runtime == nullptr) owners.share(group.growth_bytes_per_min, sum.owned);
+    }
+    keep_groups(options);
+    size_t holders_kept = std::max(options.top, kPeakHoldersShown);
+    for (auto [summed, kept] : {std::pair{&summed_peak_holders, &peak_holders}, std::pair{&summed_device_peak_holders, &device_peak_holders}}) {
+      for (const auto& [identity, holder] : *summed) kept->push_back(holder);
+      keep_first(kept, holders_kept, held_more);
+    }
+  }
+
+  // sum_holders() gives the holders of summed families that a last read holds a share of what
+  // all of their sites held.
+  static void sum_holders(PeakReport* peak, const std::unordered_map<uint64_t, HolderCandidate>& summed) {
+    if (summed.empty()) return;
+    for (PeakReport::Holder& holder : peak->holders) {
+      auto found = summed.find(holder.identity);
+      if (found != summed.end()) holder.bytes = found->second.bytes;
+    }
+    std::stable_sort(peak->holders.begin(), peak->holders.end(),
+                     [](const PeakReport::Holder& a, const PeakReport::Holder& b) { return a.bytes > b.bytes; });
+  }
+
+  std::unordered_set<uint64_t> families() const {
+    std::unordered_set<uint64_t> chosen;
+    for_each_chosen([&](const Candidate& candidate) { chosen.insert(candidate.family); },
+                    [&](const SiteCandidate& candidate) { chosen.insert(candidate.family); },
+                    [&](const HolderCandidate& holder) { chosen.insert(holder.family); });
+    chosen.insert(leak_families.begin(), leak_families.end());
+    return chosen;
+  }
+
+  // summed_stacks() are the stacks a last read keeps of summed families: the largest sites of the
+  // groups chosen, the sites chosen, the first sites of the holders chosen.
+  std::unordered_set<uint32_t> summed_stacks(const SummedGroups& sums) const {
+    std::unordered_set<uint32_t> stacks;
+    auto add_group = [&](uint64_t identity) {
+      auto found = sums.find(identity);
+      if (found == sums.end()) return;
+      const std::vector<SummedPart>& parts = found->second.parts;
+      for (size_t i = 0; i < parts.size() && i < kPartsShown; ++i) stacks.insert(parts[i].stack);
+    };
+    for_each_chosen([&](const Candidate& candidate) { add_group(candidate.identity); },
+                    [&](const SiteCandidate& candidate) { stacks.insert(candidate.stack); },
+                    [&](const HolderCandidate& holder) { stacks.insert(holder.first_site_stack); }, true);
+    for (uint64_t identity : summed_leaks) add_group(identity);
+    return stacks;
+  }
+
+ private:
+  static uint64_t family_of(const RunAnalysis& analysis, const KeptStacks& stacks, const std::vector<uint64_t>& families, uint32_t site) {
+    uint32_t stream_stack = stacks.stream_id(analysis.state.sites()[site].stack);
+    return stream_stack < families.size() ? families[stream_stack] : 0;
+  }
+
+  static HolderCandidate holder_of(const RunAnalysis& analysis, const KeptStacks& stacks, const std::vector<uint64_t>& families,
+                                   const PeakReport::Holder& holder) {
+    return {holder.bytes, analysis.state.stream_site_id(holder.site), family_of(analysis, stacks, families, holder.site),
+            stacks.stream_id(analysis.state.sites()[holder.site].stack), holder.identity};
+  }
+
+  void add_group(const GroupReport& group, const Candidate& candidate, const AnalysisOptions& options) {
+    size_t section = static_cast<size_t>(section_of(group));
+    size_t counted = counts[section].groups;
+    count_in_sections(group, options.min_bytes, &counts);
+    if (counts[section].groups != counted) sections[section].push_back(candidate);
+    if (group.live_bytes >= options.min_bytes) groups_by_verdict[verdict_rank(group.verdict)].push_back(candidate);
+    if (group.verdict == Verdict::kUnknown && group.runtime == nullptr) {
+      if (options.every_leak) unjudged.push_back(candidate);  // the gate names the largest
+      ++unjudged_groups;
+      unjudged_bytes += group.live_bytes;
+    }
+    if (options.every_leak && group.verdict == Verdict::kLeak) {
+      if (candidate.summed) {
+        summed_leaks.insert(candidate.identity);
+      } else {
+        leak_families.insert(candidate.family);
+      }
+    }
+  }
+
+  void keep_groups(const AnalysisOptions& options) {
+    for (auto& listed : sections) keep_first(&listed, options.top, listed_before);
+    for (auto& listed : groups_by_verdict) keep_first(&listed, options.top, listed_before);
+    keep_first(&unjudged, options.top, listed_before);
+  }
+
+  void take_sites(const RunAnalysis& analysis, const KeptStacks& stacks, const std::vector<uint64_t>& families,
+                  const AnalysisOptions& options, bool summed) {
+    for (const SiteReport& site : analysis.sites) {
+      const CapturedSite& taken = analysis.capture_of(site);
+      if (taken.live_bytes < options.min_bytes) continue;
+      sites_by_verdict[verdict_rank(site.verdict)].push_back({{site.verdict, site.growth_bytes_per_min, taken.live_bytes},
+                                                              analysis.state.stream_site_id(taken.site),
+                                                              family_of(analysis, stacks, families, taken.site),
+                                                              stacks.stream_id(analysis.stack_of(site)),
+                                                              summed});
+    }
+    for (auto& listed : sites_by_verdict) keep_first(&listed, options.top, site_listed_before);
+  }
+
+  void take_program_wide(const RunAnalysis& analysis, const OwnerSums& part_owners) {
+    owners.add(part_owners);
     teardown_freed_bytes += analysis.teardown.freed_bytes;
     for (size_t domain = 0; domain < live_bytes_by_domain.size(); ++domain) {
       live_bytes_by_domain[domain] += analysis.live_bytes_by_domain[domain];
     }
   }
 
-  std::unordered_set<uint64_t> families() const {
-    std::unordered_set<uint64_t> chosen;
-    for (const auto& listed : sections) {
-      for (const Candidate& candidate : listed) chosen.insert(candidate.family);
-    }
-    for (const auto& listed : groups_by_verdict) {
-      for (const Candidate& candidate : listed) chosen.insert(candidate.family);
-    }
+  // for_each_chosen() calls `group`, `site` and `holder` on the candidates kept of families read
+  // whole, or with `summed`, of summed families.
+  template <typename Group, typename Site, typename Holder>
+  void for_each_chosen(Group&& group, Site&& site, Holder&& holder, bool summed = false) const {
+    auto groups = [&](const std::vector<Candidate>& candidates) {
+      for (const Candidate& candidate : candidates) {
+        if (candidate.summed == summed) group(candidate);
+      }
+    };
+    for (const auto& listed : sections) groups(listed);
+    for (const auto& listed : groups_by_verdict) groups(listed);
+    groups(unjudged);
     for (const auto& listed : sites_by_verdict) {
-      for (const SiteCandidate& candidate : listed) chosen.insert(candidate.family);
+      for (const SiteCandidate& candidate : listed) {
+        if (candidate.summed == summed) site(candidate);
+      }
     }
-    for (const Candidate& candidate : unjudged) chosen.insert(candidate.family);
-    chosen.insert(leak_families.begin(), leak_families.end());
     for (const auto* holders : {&peak_holders, &device_peak_holders}) {
-      for (const HolderCandidate& holder : *holders) chosen.insert(holder.family);
+      for (const HolderCandidate& candidate : *holders) {
+        if (candidate.summed == summed) holder(candidate);
+      }
     }
-    return chosen;
   }
 };
 
 // name_families() reads the stream in `parts`, each keeping the stacks a hash gives it, and names
-// the family of groups of each stack that a site has, by the stack's id in the stream; `symbolizer`
-// is rebound to each part.
+// the family of groups of each stack that a site has, by the stack's id in the stream, counting
+// each family's sites; `symbolizer` is rebound to each part.
 std::vector<uint64_t> name_families(StreamReader& reader, const AnalysisOptions& options, uint64_t stream_stacks, uint32_t parts,
-                                    Symbolizer& symbolizer) {
+                                    Symbolizer& symbolizer, std::unordered_map<uint64_t, uint64_t>* sites_by_family) {
   std::vector<uint64_t> families(stream_stacks + 1, 0);
   for (uint32_t part = 0; part < parts; ++part) {
     reader.restart();
@@ -215,7 +354,9 @@ std::vector<uint64_t> name_families(StreamReader& reader, const AnalysisOptions&
     for (uint32_t site = 1; site < state.sites().size(); ++site) {
       if (!state.sites()[site].known) continue;
       uint32_t stream_stack = stacks.stream_id(state.sites()[site].stack);
-      if (stream_stack < families.size()) families[stream_stack] = keys.family_of(keys.of(site), stream_stack);
+      if (stream_stack >= families.size()) continue;
+      families[stream_stack] = keys.family_of(keys.of(site), stream_stack);
+      ++(*sites_by_family)[families[stream_stack]];
     }
   }
   return families;
@@ -248,13 +389,42 @@ std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const Chosen
       return whole;
     }
     auto parts = static_cast<uint32_t>(std::min<uint64_t>((stream_stacks + per_part) / per_part, kMaxReportParts));
-    std::vector<uint64_t> families = name_families(reader, options, stream_stacks, parts, *symbolizer);
+    std::unordered_map<uint64_t, uint64_t> sites_by_family;
+    std::vector<uint64_t> families = name_families(reader, options, stream_stacks, parts, *symbolizer, &sites_by_family);
+    auto family_of = [&families](uint32_t stack) { return stack < families.size() ? families[stack] : 0; };
+    // A family of more sites than a part holds is read in shares of its stacks, its groups summed.
+    std::unordered_set<uint64_t> summed_families;
+    uint64_t summed_sites = 0;
+    for (const auto& [family, sites] : sites_by_family) {
+      if (sites <= per_part) continue;
+      summed_families.insert(family);
+      summed_sites += sites;
+    }
+    sites_by_family = {};
+    auto summed_family = [&](uint32_t stack) { return !summed_families.empty() && summed_families.count(family_of(stack)) != 0; };
     Kept kept;
+    auto sums = std::make_shared<SummedGroups>();
+    if (!summed_families.empty()) {
+      auto reads = static_cast<uint32_t>(std::min<uint64_t>((summed_sites + per_part - 1) / per_part, kMaxReportParts));
+      std::unique_ptr<RunAnalysis> analysis;
+      for (uint32_t read = 0; read < reads; ++read) {
+        reader.restart();
+        KeptStacks stacks([&, reads, read](uint32_t stack) { return summed_family(stack) && internal::hash_mix(stack) % reads == read; });
+        if (analysis) symbolizer = std::move(analysis->symbolizer);
+        analysis.reset();
+        analysis = analyze_sites(reader, at, marks, options, stacks.predicate(), false, std::move(symbolizer), nullptr, true);
+        add_to_sums(*analysis, [&stacks](uint32_t stack) { return stacks.stream_id(stack); }, family_of, options.gate_left_out,
+                    sums.get());
+        kept.take_summing_read(*analysis, stacks, families, options);
+      }
+      judge_sums(*analysis, sums.get());
+      kept.take_sums(*sums, options);
+      symbolizer = std::move(analysis->symbolizer);
+    }
     for (uint32_t part = 0; part < parts; ++part) {
       reader.restart();
-      KeptStacks stacks([&families, parts, part](uint32_t stack) {
-        uint64_t family = stack < families.size() ? families[stack] : 0;
-        return internal::hash_mix(family) % parts == part;
+      KeptStacks stacks([&, parts, part](uint32_t stack) {
+        return !summed_family(stack) && internal::hash_mix(family_of(stack)) % parts == part;
       });
       std::unique_ptr<RunAnalysis> analysis =
           analyze_sites(reader, at, marks, options, stacks.predicate(), false, std::move(symbolizer));
@@ -263,12 +433,15 @@ std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const Chosen
     }
     reader.restart();
     std::unordered_set<uint64_t> chosen = kept.families();
+    std::unordered_set<uint32_t> summed_stacks = kept.summed_stacks(*sums);
     std::unique_ptr<RunAnalysis> shown = analyze_sites(
         reader, at, marks, options,
-        [&families, &chosen](uint32_t stack) { return chosen.count(stack < families.size() ? families[stack] : 0) != 0; }, false,
-        std::move(symbolizer));
+        [&](uint32_t stack) { return summed_family(stack) ? summed_stacks.count(stack) != 0 : chosen.count(family_of(stack)) != 0; },
+        false, std::move(symbolizer), sums);
     reader.check_unchanged();  // each restart checked the part before it
     shown->read_in_parts = RunAnalysis::CountsInParts{kept.counts, kept.verdicts, kept.unjudged_groups, kept.unjudged_bytes};
+    kept.sum_holders(&shown->peak, kept.summed_peak_holders);
+    kept.sum_holders(&shown->device_peak, kept.summed_device_peak_holders);
     shown->parts_read = parts;
     shown->teardown.freed_bytes = kept.teardown_freed_bytes;
     set_owners(*shown, kept.owners);

@@ -8,9 +8,12 @@
 // families part by part and keeps of each part only the groups and sites a report can show (the
 // top of each section, of each verdict for the JSON, the peaks' largest holders) and what it
 // counts of the whole (each section's and verdict's groups and sites, the owners, what teardown
-// freed); a last read takes the families of those kept, whole. A report of the result, text or
-// JSON, prints what a report of one read prints. A stream whose sites fit is read
-// once, and so is one that holds a leak check (its findings name places across groups).
+// freed); a last read takes the families of those kept, whole. A family of more sites than a part
+// holds (one function registering every operator of a registry) is read first, in shares of its
+// stacks, its groups summed over the reads (report/group_sums.h), and the last read takes only the
+// largest sites of those kept. A report of the result, text or JSON, prints what a report of one
+// read prints. A stream whose sites fit is read once, and so is one that holds a leak check (its
+// findings name places across groups).
 #ifndef LEAKSCOPE_REPORT_REPORT_PASSES_H_
 #define LEAKSCOPE_REPORT_REPORT_PASSES_H_
 

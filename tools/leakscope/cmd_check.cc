@@ -265,7 +265,10 @@ int run_check(const PreparedCheck& prepared, const std::vector<std::string>& fil
       continue;
     }
     try {
-      std::unique_ptr<report::RunAnalysis> analysis = report::analyze_run(file, prepared.analysis);
+      report::AnalysisOptions analysis_options = prepared.analysis;
+      // A group too large for a part is read in shares: what the gate leaves out of it is told as they come.
+      analysis_options.gate_left_out = report::site_left_out(&prepared.suppressions, prepared.runtime_residue);
+      std::unique_ptr<report::RunAnalysis> analysis = report::analyze_run(file, analysis_options);
       if (analysis->damaged_spans != 0) {
         throw report::StreamError(fmt::format("{}: damaged inside (see the warnings above): a gate cannot judge it on what "
                                               "is left",
