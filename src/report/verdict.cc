@@ -85,9 +85,12 @@ Rises rises_of(const std::vector<SeriesPoint>& points, double peak) {
   // A bounded site that swings by a block or two (a ring buffer's chunks, a pool's slabs) ends on
   // the floor's top whenever the last samples fall on its high side: a last rise no larger than a
   // fall the series itself made while the floor held the level it left, with no trend in the
-  // series since, is that swing, not growth. A leak in churn trends; and only the last step is
-  // passed over, so a steady one still rose a step ago.
-  if (last > 0) {
+  // series since, is that swing, not growth; only the last step is passed over so, for a steady
+  // leak in churn, which trends, still rose a step ago. Past that swing, a rise after which the
+  // series only fills back up to the highs it had before that fall, with no trend since, is no
+  // growth either (a data loader's working set, let go and built again as an epoch starts, the
+  // floor's swing after it being noise): growth lifts the highs with the floor.
+  for (bool first = true; last > 0; first = false) {
     size_t left = reached(floor[last - 1].value);
     double rise = floor[last].value - floor[last - 1].value;
     double highest = points[left].value, largest_fall = 0;
@@ -95,10 +98,15 @@ Rises rises_of(const std::vector<SeriesPoint>& points, double peak) {
       largest_fall = std::max(largest_fall, highest - points[i].value);
       highest = std::max(highest, points[i].value);
     }
-    if (largest_fall >= rise - tolerance) {
-      std::vector<SeriesPoint> since(points.begin() + static_cast<long>(left), points.end());
-      if (mann_kendall(since).z < kSwingTrendZ) last = left;
-    }
+    if (largest_fall < rise - tolerance) break;
+    auto trend_since = [&](size_t from) {
+      return mann_kendall(std::vector<SeriesPoint>(points.begin() + static_cast<long>(from), points.end())).z;
+    };
+    double highest_since = 0;
+    for (size_t i = last; i < points.size(); ++i) highest_since = std::max(highest_since, points[i].value);
+    bool passed = first ? trend_since(left) < kSwingTrendZ : highest_since <= highest + tolerance && trend_since(last) < kSwingTrendZ;
+    if (!passed) break;
+    last = left;
   }
   rises.last_rise_s = floor[last].time_s;
   if (last > 0) rises.gap_s = rises.last_rise_s - floor[reached(floor[last - 1].value)].time_s;
