@@ -91,11 +91,33 @@ TEST(Export, FoldedStacksRunOutermostFirstAndSumToTheLiveBytes) {
   EXPECT_EQ(total, live);
 }
 
+// The judged run as a Prometheus text file, for node_exporter's textfile collector or a
+// Pushgateway: what `serve` answers on /metrics, which Prometheus's own checker reads clean.
+TEST(Export, PrometheusTextFileHoldsTheLeakAndPassesPromtool) {
+  std::string file = steady_leak_stream();
+  std::string metrics = scratch_dir() + "/run.prom";
+  Outcome exported = leakscope({"export", file, "--prometheus", metrics, "--label", "job=nightly"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  std::string text = read_file(metrics);
+  EXPECT_NE(text.find("\nleakscope_live_bytes{job=\"nightly\",function=\"parse_record (steady_leak_ci.c:17)\",domain=\"heap\"} "
+                      "1024000\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nleakscope_verdict_live_bytes{job=\"nightly\",verdict=\"leak\"} 1024000\n"), std::string::npos) << text;
+  Outcome checked = run_program({"bash", "-c", "promtool check metrics < " + metrics});
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err << " (scripts/install_deps.sh installs prometheus)";
+
+  Outcome label = leakscope({"export", file, "--prometheus", metrics, "--label", "verdict=x"});
+  EXPECT_EQ(label.exit_code, 2);
+  EXPECT_NE(label.err.find("--label: 'verdict' is one of leakscope's own labels"), std::string::npos) << label.err;
+}
+
 TEST(Export, NoOutputUnwritableOutputAndBadStreamsGetOneLine) {
   std::string file = steady_leak_stream();
   Outcome nothing = leakscope({"export", file});
   EXPECT_EQ(nothing.exit_code, 2);
-  EXPECT_EQ(nothing.err, "leakscope: error: export needs an output: --pprof OUT.pb.gz, --folded OUT or --html OUT.html\n");
+  EXPECT_EQ(nothing.err,
+            "leakscope: error: export needs an output: --pprof OUT.pb.gz, --folded OUT, --html OUT.html or --prometheus OUT.prom\n");
   Outcome unwritable = leakscope({"export", file, "--pprof", scratch_dir() + "/no/dir/run.pb.gz"});
   EXPECT_EQ(unwritable.exit_code, 4);
   EXPECT_NE(unwritable.err.find("cannot write"), std::string::npos) << unwritable.err;

@@ -12,6 +12,7 @@
 
 #include "report/analysis.h"
 #include "report/leak_gate.h"
+#include "report/prometheus_format.h"
 #include "report/suppressions.h"
 
 namespace leakscope::cli {
@@ -134,6 +135,9 @@ struct ExportOptions {
   std::string pprof;   // --pprof OUT.pb.gz
   std::string folded;  // --folded OUT
   std::string html;    // --html OUT.html
+  std::string prometheus;           // --prometheus OUT.prom
+  std::vector<std::string> labels;  // --label NAME=VALUE on every series
+  size_t top = 20;                  // --metrics-top
 };
 
 int export_command(const ExportOptions& options);
@@ -149,6 +153,10 @@ struct ServeOptions {
 int serve_command(const ServeOptions& options);
 
 struct MetricsServerOptions;
+
+// parse_metric_labels() validates `labels` (NAME=VALUE each) into `options`, with `top`; kOk, or the
+// exit code of the error it printed.
+int parse_metric_labels(const std::vector<std::string>& labels, size_t top, report::MetricsOptions* options);
 
 // prepare_metrics() validates the address and labels into `options`; kOk, or the exit code of the
 // error it printed.

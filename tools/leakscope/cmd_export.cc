@@ -1,5 +1,5 @@
-// leakscope export: the judged run in the formats other tools read (pprof, folded stacks), and as
-// one HTML page.
+// leakscope export: the judged run in the formats other tools read (pprof, folded stacks,
+// Prometheus metrics), and as one HTML page.
 #include <unistd.h>
 
 #include <cerrno>
@@ -68,16 +68,19 @@ class PartialFile {
 }  // namespace
 
 int export_command(const ExportOptions& options) {
-  if (options.pprof.empty() && options.folded.empty() && options.html.empty()) {
-    return fail(kUsage, "export needs an output: --pprof OUT.pb.gz, --folded OUT or --html OUT.html");
+  if (options.pprof.empty() && options.folded.empty() && options.html.empty() && options.prometheus.empty()) {
+    return fail(kUsage, "export needs an output: --pprof OUT.pb.gz, --folded OUT, --html OUT.html or --prometheus OUT.prom");
   }
+  report::MetricsOptions metrics;
+  if (int code = parse_metric_labels(options.labels, options.top, &metrics); code != kOk) return code;
   report::AnalysisOptions analysis_options;
   if (!options.at.empty() && !report::parse_snapshot_choice(options.at, &analysis_options.at)) {
     return fail(kUsage, "--at: not a snapshot number or 'end': " + options.at);
   }
   analysis_options.fold = options.fold;
   std::vector<std::pair<const char*, std::string>> outputs;
-  for (auto [name, path] : {std::pair{"--pprof", &options.pprof}, {"--folded", &options.folded}, {"--html", &options.html}}) {
+  for (auto [name, path] : {std::pair{"--pprof", &options.pprof}, {"--folded", &options.folded}, {"--html", &options.html},
+                            {"--prometheus", &options.prometheus}}) {
     if (path->empty()) continue;
     for (const auto& [other, taken] : outputs) {
       if (std::filesystem::weakly_canonical(taken) == std::filesystem::weakly_canonical(*path)) {
@@ -97,7 +100,9 @@ int export_command(const ExportOptions& options) {
     };
     bool written = (options.pprof.empty() || make(options.pprof, [&](std::ostream& out) { report::write_pprof_gzipped(*analysis, out); })) &&
                    (options.folded.empty() || make(options.folded, [&](std::ostream& out) { report::write_folded_stacks(*analysis, out); })) &&
-                   (options.html.empty() || make(options.html, [&](std::ostream& out) { report::write_html_report(*analysis, out); }));
+                   (options.html.empty() || make(options.html, [&](std::ostream& out) { report::write_html_report(*analysis, out); })) &&
+                   (options.prometheus.empty() ||
+                    make(options.prometheus, [&](std::ostream& out) { out << report::prometheus_metrics(*analysis, metrics); }));
     if (!written) return fail(kOutputError, fmt::format("cannot write '{}': {}", made.back()->path(), std::strerror(errno)));
     for (const auto& file : made) {
       if (!file->place()) return fail(kOutputError, fmt::format("cannot write '{}': {}", file->path(), std::strerror(errno)));

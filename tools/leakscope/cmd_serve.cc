@@ -12,10 +12,7 @@
 
 namespace leakscope::cli {
 
-int prepare_metrics(const std::string& address, bool listen_remote, const std::vector<std::string>& labels, size_t top,
-                    MetricsServerOptions* options) {
-  std::string error;
-  if (!parse_listen_address(address, listen_remote, &options->address, &error)) return fail(kUsage, error);
+int parse_metric_labels(const std::vector<std::string>& labels, size_t top, report::MetricsOptions* options) {
   for (const std::string& label : labels) {
     size_t equals = label.find('=');
     std::string name = label.substr(0, equals);
@@ -25,10 +22,17 @@ int prepare_metrics(const std::string& address, bool listen_remote, const std::v
     if (name == "function" || name == "domain" || name == "verdict") {
       return fail(kUsage, fmt::format("--label: '{}' is one of leakscope's own labels", name));
     }
-    options->metrics.labels.emplace_back(name, label.substr(equals + 1));
+    options->labels.emplace_back(name, label.substr(equals + 1));
   }
-  options->metrics.top = top;
+  options->top = top;
   return kOk;
+}
+
+int prepare_metrics(const std::string& address, bool listen_remote, const std::vector<std::string>& labels, size_t top,
+                    MetricsServerOptions* options) {
+  std::string error;
+  if (!parse_listen_address(address, listen_remote, &options->address, &error)) return fail(kUsage, error);
+  return parse_metric_labels(labels, top, &options->metrics);
 }
 
 int serve_command(const ServeOptions& options) {

@@ -220,11 +220,17 @@ int main(int argc, char** argv) {
                          "holding whole groups, keeping every leak group (0: read at once)")->capture_default_str();
 
   ExportOptions exported;
-  CLI::App* export_verb = app.add_subcommand("export", "The judged run as a pprof profile, folded stacks or an HTML page");
+  CLI::App* export_verb =
+      app.add_subcommand("export", "The judged run as a pprof profile, folded stacks, an HTML page or Prometheus metrics");
   export_verb->add_option("file", exported.file, "A .lsc stream")->required();
   export_verb->add_option("--pprof", exported.pprof, "Write a gzipped pprof profile (go tool pprof, Pyroscope, Grafana)");
   export_verb->add_option("--folded", exported.folded, "Write folded stacks of live bytes (flamegraph.pl, speedscope)");
   export_verb->add_option("--html", exported.html, "Write one self-contained HTML page: flame graph, memory over time, verdicts");
+  export_verb->add_option("--prometheus", exported.prometheus,
+                          "Write the Prometheus metrics of the judged run as text (node_exporter's textfile collector, Pushgateway)");
+  export_verb->add_option("--label", exported.labels, "With --prometheus: NAME=VALUE on every series; repeatable");
+  export_verb->add_option("--metrics-top", exported.top, "With --prometheus: groups with series of their own (default 20)")
+      ->check(CLI::Range(1, 10000));
   export_verb->add_option("--at", exported.at, at_help);
   export_verb->add_option("--fold", exported.fold, "Fold framework frames when grouping, as report does");
 
