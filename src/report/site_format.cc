@@ -217,6 +217,9 @@ namespace {
 
 // without_parameters() cuts a function name before the parenthesis that matches its final one.
 std::string without_parameters(const std::string& function) {
+  // A name in brackets is one of leakscope's markers ("[import; frames in between left out
+  // (startup_depth)]"): its parentheses are words, not parameters.
+  if (!function.empty() && function.front() == '[') return function;
   size_t close = function.rfind(')');
   if (close == std::string::npos) return function;
   int depth = 0;
