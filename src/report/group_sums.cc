@@ -29,6 +29,8 @@ SiteEvidence GroupSums::evidence(double now_s, uint32_t epochs) const {
   evidence.live_blocks = live_blocks;
   evidence.made_during = made_during;
   evidence.free_list = largest_free_list;
+  // A group of one site is judged as that site (group_judgement_of()).
+  evidence.over_budget = parts.size() == 1 && !gone && over_budget_site;
   SampledPrecision sampled = precision_of(precision);
   evidence.recorded_blocks = sampled.recorded_blocks;
   evidence.relative_error = sampled.relative_error;
@@ -51,6 +53,7 @@ void add_to_sums(RunAnalysis& analysis, const std::function<uint32_t(uint32_t)>&
     sum.inner_bytes += group.inner_bytes;
     sum.first_seen_s = std::min(sum.first_seen_s, group.first_seen_s);
     add_series(&sum.series, group_series(analysis, group));
+    sum.gone = sum.gone || !group.gone_series.empty();
     // The group's first site in this read is its first as sites rank: of the sums, the first of those.
     uint32_t first_ranked = *std::min_element(group.parts.begin(), group.parts.end());
     for (uint32_t index : group.parts) {
@@ -69,6 +72,7 @@ void add_to_sums(RunAnalysis& analysis, const std::function<uint32_t(uint32_t)>&
         sum.largest = part;
         sum.largest_runtime = site.runtime;
         sum.largest_free_list = state.is_marker_stack(stack, internal::kFreeListFrame);
+        sum.over_budget_site = state.is_marker_stack(stack, internal::kOverBudgetFrame);
       }
       if (index == first_ranked && (first || ranked_before(part, sum.first_ranked))) {
         sum.first_ranked = part;
@@ -107,7 +111,11 @@ void add_to_sums(RunAnalysis& analysis, const std::function<uint32_t(uint32_t)>&
       sum.parts.push_back(part);
     }
   }
-  for (const auto& [identity, series] : analysis.unmatched_gone_series) add_series(&(*sums)[identity].series, series);
+  for (const auto& [identity, series] : analysis.unmatched_gone_series) {
+    GroupSums& sum = (*sums)[identity];
+    add_series(&sum.series, series);
+    sum.gone = true;
+  }
 }
 
 void judge_sums(const RunAnalysis& any_read, SummedGroups* sums) {
@@ -119,6 +127,7 @@ void judge_sums(const RunAnalysis& any_read, SummedGroups* sums) {
   for (auto& [identity, sum] : *sums) {
     sum.named_by_caller = sum.user_keyed && user_keyed_groups[sum.family] > 1;
     std::sort(sum.parts.begin(), sum.parts.end(), part_before);
+    sum.precision = {};  // judged again when more groups are summed
     for (const SummedPart& part : sum.parts) {
       sum.precision.recorded_blocks += part.precision.recorded_blocks;
       sum.precision.variance += part.precision.variance;

@@ -59,6 +59,8 @@ struct GroupSums {
   bool all_reserve = true;   // every site is a caching allocator's reserve
   const char* largest_runtime = nullptr;  // the runtime residue of the largest site
   bool largest_free_list = false;         // the largest site is the interpreter's free lists
+  bool over_budget_site = false;          // the largest site stands for stacks over leakscope's memory budget
+  bool gone = false;                      // gone sites of its key add to its series
   SummedPart largest;                     // its largest site
   SummedPart first_ranked;                // its first site as sites rank: its place among groups that rank alike
   bool cut_at_depth = false;              // as the first-ranked site's stack says

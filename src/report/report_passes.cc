@@ -1,5 +1,7 @@
 #include "report/report_passes.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -213,18 +215,28 @@ struct Kept {
     }
   }
 
-  // sum_holders() gives the holders of summed families that a last read holds a share of what
-  // all of their sites held.
-  static void sum_holders(PeakReport* peak, const std::unordered_map<uint64_t, HolderCandidate>& summed) {
-    if (summed.empty()) return;
-    for (PeakReport::Holder& holder : peak->holders) {
-      auto found = summed.find(holder.identity);
-      if (found != summed.end()) holder.bytes = found->second.bytes;
-    }
-    std::stable_sort(peak->holders.begin(), peak->holders.end(),
-                     [](const PeakReport::Holder& a, const PeakReport::Holder& b) { return a.bytes > b.bytes; });
+  // sum_holders() gives the holders of summed families (`summed` of the family of a site of the
+  // last read), which it holds a share of, what all of their sites held; one that was not kept is
+  // left out (it held less than any kept).
+  template <typename Summed>
+  void sum_holders(PeakReport* peak, bool device, Summed&& summed) const {
+    std::unordered_map<uint64_t, int64_t> held;
+    for (const HolderCandidate& holder : device ? device_peak_holders : peak_holders) held.emplace(holder.identity, holder.bytes);
+    std::erase_if(peak->holders, [&](PeakReport::Holder& holder) {
+      if (!summed(holder.site)) return false;
+      auto found = held.find(holder.identity);
+      if (found == held.end()) return true;
+      holder.bytes = found->second;
+      return false;
+    });
+    // Holders that held alike keep the order of their first sites, as build_peak_holders() makes them.
+    std::sort(peak->holders.begin(), peak->holders.end(), [](const PeakReport::Holder& a, const PeakReport::Holder& b) {
+      return a.bytes != b.bytes ? a.bytes > b.bytes : a.site < b.site;
+    });
   }
 
+  // families() are the families of the groups, sites and holders kept (those of summed families
+  // among them).
   std::unordered_set<uint64_t> families() const {
     std::unordered_set<uint64_t> chosen;
     for_each_chosen([&](const Candidate& candidate) { chosen.insert(candidate.family); },
@@ -234,9 +246,11 @@ struct Kept {
     return chosen;
   }
 
-  // summed_stacks() are the stacks a last read keeps of summed families: the largest sites of the
-  // groups chosen, the sites chosen, the first sites of the holders chosen.
-  std::unordered_set<uint32_t> summed_stacks(const SummedGroups& sums) const {
+  // summed_stacks() are the stacks a last read keeps of the families `summed` names, whose groups
+  // are in `sums`: the largest sites of the groups chosen, the sites chosen, the first sites of
+  // the holders chosen and the largest of their groups.
+  template <typename Summed>
+  std::unordered_set<uint32_t> summed_stacks(const SummedGroups& sums, Summed&& summed) const {
     std::unordered_set<uint32_t> stacks;
     auto add_group = [&](uint64_t identity) {
       auto found = sums.find(identity);
@@ -245,9 +259,19 @@ struct Kept {
       for (size_t i = 0; i < parts.size() && i < kPartsShown; ++i) stacks.insert(parts[i].stack);
     };
     for_each_chosen([&](const Candidate& candidate) { add_group(candidate.identity); },
-                    [&](const SiteCandidate& candidate) { stacks.insert(candidate.stack); },
-                    [&](const HolderCandidate& holder) { stacks.insert(holder.first_site_stack); }, true);
+                    [&](const SiteCandidate& candidate) {
+                      if (summed(candidate.family)) stacks.insert(candidate.stack);
+                    },
+                    [&](const HolderCandidate& holder) {
+                      if (!summed(holder.family)) return;
+                      stacks.insert(holder.first_site_stack);
+                      add_group(holder.identity);  // the group it is of, if still live: the peak names its verdict
+                    });
     for (uint64_t identity : summed_leaks) add_group(identity);
+    // Every leak group of a family summed to be shown (the gate lists them all).
+    for (const auto& [identity, sum] : sums) {
+      if (sum.judgement.verdict == Verdict::kLeak && leak_families.count(sum.family) != 0) add_group(identity);
+    }
     return stacks;
   }
 
@@ -311,28 +335,15 @@ struct Kept {
     }
   }
 
-  // for_each_chosen() calls `group`, `site` and `holder` on the candidates kept of families read
-  // whole, or with `summed`, of summed families.
+  // for_each_chosen() calls `group`, `site` and `holder` on every candidate kept.
   template <typename Group, typename Site, typename Holder>
-  void for_each_chosen(Group&& group, Site&& site, Holder&& holder, bool summed = false) const {
-    auto groups = [&](const std::vector<Candidate>& candidates) {
-      for (const Candidate& candidate : candidates) {
-        if (candidate.summed == summed) group(candidate);
-      }
-    };
-    for (const auto& listed : sections) groups(listed);
-    for (const auto& listed : groups_by_verdict) groups(listed);
-    groups(unjudged);
-    for (const auto& listed : sites_by_verdict) {
-      for (const SiteCandidate& candidate : listed) {
-        if (candidate.summed == summed) site(candidate);
-      }
-    }
-    for (const auto* holders : {&peak_holders, &device_peak_holders}) {
-      for (const HolderCandidate& candidate : *holders) {
-        if (candidate.summed == summed) holder(candidate);
-      }
-    }
+  void for_each_chosen(Group&& group, Site&& site, Holder&& holder) const {
+    for (const auto& listed : sections) std::for_each(listed.begin(), listed.end(), group);
+    for (const auto& listed : groups_by_verdict) std::for_each(listed.begin(), listed.end(), group);
+    std::for_each(unjudged.begin(), unjudged.end(), group);
+    for (const auto& listed : sites_by_verdict) std::for_each(listed.begin(), listed.end(), site);
+    std::for_each(peak_holders.begin(), peak_holders.end(), holder);
+    std::for_each(device_peak_holders.begin(), device_peak_holders.end(), holder);
   }
 };
 
@@ -381,6 +392,7 @@ std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const Chosen
   // report of a large program holds) is read once.
   std::unique_ptr<Symbolizer> symbolizer = std::move(first->symbolizer);
   first.reset();
+  malloc_trim(0);
   try {
     if (at_once) {
       reader.restart();
@@ -391,35 +403,46 @@ std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const Chosen
     auto parts = static_cast<uint32_t>(std::min<uint64_t>((stream_stacks + per_part) / per_part, kMaxReportParts));
     std::unordered_map<uint64_t, uint64_t> sites_by_family;
     std::vector<uint64_t> families = name_families(reader, options, stream_stacks, parts, *symbolizer, &sites_by_family);
+    malloc_trim(0);  // what each read let go of goes back before the next: reads do not fit in each other's holes
     auto family_of = [&families](uint32_t stack) { return stack < families.size() ? families[stack] : 0; };
     // A family of more sites than a part holds is read in shares of its stacks, its groups summed.
     std::unordered_set<uint64_t> summed_families;
-    uint64_t summed_sites = 0;
-    for (const auto& [family, sites] : sites_by_family) {
-      if (sites <= per_part) continue;
-      summed_families.insert(family);
-      summed_sites += sites;
-    }
-    sites_by_family = {};
     auto summed_family = [&](uint32_t stack) { return !summed_families.empty() && summed_families.count(family_of(stack)) != 0; };
-    Kept kept;
     auto sums = std::make_shared<SummedGroups>();
-    if (!summed_families.empty()) {
-      auto reads = static_cast<uint32_t>(std::min<uint64_t>((summed_sites + per_part - 1) / per_part, kMaxReportParts));
+    // sum_families() reads the stacks of `summed` in shares, adding to `sums`, and calls `take`
+    // with each read.
+    auto sum_families = [&](const std::unordered_set<uint64_t>& summed, auto take) {
+      uint64_t sites = 0;
+      for (uint64_t family : summed) sites += sites_by_family[family];
+      auto reads = static_cast<uint32_t>(std::clamp<uint64_t>((sites + per_part - 1) / per_part, 1, kMaxReportParts));
       std::unique_ptr<RunAnalysis> analysis;
       for (uint32_t read = 0; read < reads; ++read) {
-        reader.restart();
-        KeptStacks stacks([&, reads, read](uint32_t stack) { return summed_family(stack) && internal::hash_mix(stack) % reads == read; });
         if (analysis) symbolizer = std::move(analysis->symbolizer);
         analysis.reset();
+        malloc_trim(0);
+        reader.restart();
+        KeptStacks stacks([&, reads, read](uint32_t stack) {
+          return summed.count(family_of(stack)) != 0 && internal::hash_mix(stack) % reads == read;
+        });
         analysis = analyze_sites(reader, at, marks, options, stacks.predicate(), false, std::move(symbolizer), nullptr, true);
         add_to_sums(*analysis, [&stacks](uint32_t stack) { return stacks.stream_id(stack); }, family_of, options.gate_left_out,
                     sums.get());
-        kept.take_summing_read(*analysis, stacks, families, options);
+        take(*analysis, stacks);
       }
       judge_sums(*analysis, sums.get());
-      kept.take_sums(*sums, options);
       symbolizer = std::move(analysis->symbolizer);
+      summed_families.insert(summed.begin(), summed.end());
+    };
+    Kept kept;
+    std::unordered_set<uint64_t> too_large;
+    for (const auto& [family, sites] : sites_by_family) {
+      if (sites > per_part) too_large.insert(family);
+    }
+    if (!too_large.empty()) {
+      sum_families(too_large, [&](const RunAnalysis& analysis, const KeptStacks& stacks) {
+        kept.take_summing_read(analysis, stacks, families, options);
+      });
+      kept.take_sums(*sums, options);
     }
     for (uint32_t part = 0; part < parts; ++part) {
       reader.restart();
@@ -430,18 +453,43 @@ std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const Chosen
           analyze_sites(reader, at, marks, options, stacks.predicate(), false, std::move(symbolizer));
       kept.take(*analysis, stacks, families, options);
       symbolizer = std::move(analysis->symbolizer);
+      analysis.reset();
+      malloc_trim(0);
     }
-    reader.restart();
+    // The last read holds the families chosen whole, but for those of more sites together than a
+    // part holds: the largest of them are summed first, as too large ones were (the parts judged
+    // them already: the sums are what is shown of them), and only their largest sites held.
     std::unordered_set<uint64_t> chosen = kept.families();
-    std::unordered_set<uint32_t> summed_stacks = kept.summed_stacks(*sums);
-    std::unique_ptr<RunAnalysis> shown = analyze_sites(
-        reader, at, marks, options,
-        [&](uint32_t stack) { return summed_family(stack) ? summed_stacks.count(stack) != 0 : chosen.count(family_of(stack)) != 0; },
-        false, std::move(symbolizer), sums);
+    std::vector<std::pair<uint64_t, uint64_t>> chosen_sites;  // sites, family: largest first
+    uint64_t held = 0;
+    for (uint64_t family : chosen) {
+      if (summed_families.count(family) != 0) continue;
+      chosen_sites.emplace_back(sites_by_family[family], family);
+      held += chosen_sites.back().first;
+    }
+    std::sort(chosen_sites.rbegin(), chosen_sites.rend());
+    std::unordered_set<uint64_t> summed_to_show;
+    for (auto [sites, family] : chosen_sites) {
+      if (held <= per_part) break;
+      summed_to_show.insert(family);
+      held -= sites;
+    }
+    if (!summed_to_show.empty()) sum_families(summed_to_show, [](const RunAnalysis&, const KeptStacks&) {});
+    auto summed_by_family = [&](uint64_t family) { return summed_families.count(family) != 0; };
+    std::unordered_set<uint32_t> summed_stacks = kept.summed_stacks(*sums, summed_by_family);
+    reader.restart();
+    KeptStacks shown_stacks([&](uint32_t stack) {
+      return summed_family(stack) ? summed_stacks.count(stack) != 0 : chosen.count(family_of(stack)) != 0;
+    });
+    std::unique_ptr<RunAnalysis> shown =
+        analyze_sites(reader, at, marks, options, shown_stacks.predicate(), false, std::move(symbolizer), sums);
     reader.check_unchanged();  // each restart checked the part before it
     shown->read_in_parts = RunAnalysis::CountsInParts{kept.counts, kept.verdicts, kept.unjudged_groups, kept.unjudged_bytes};
-    kept.sum_holders(&shown->peak, kept.summed_peak_holders);
-    kept.sum_holders(&shown->device_peak, kept.summed_device_peak_holders);
+    auto summed_site = [&](uint32_t site) {
+      return summed_by_family(family_of(shown_stacks.stream_id(shown->state.sites()[site].stack)));
+    };
+    kept.sum_holders(&shown->peak, false, summed_site);
+    kept.sum_holders(&shown->device_peak, true, summed_site);
     shown->parts_read = parts;
     shown->teardown.freed_bytes = kept.teardown_freed_bytes;
     set_owners(*shown, kept.owners);

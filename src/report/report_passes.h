@@ -11,7 +11,8 @@
 // freed); a last read takes the families of those kept, whole. A family of more sites than a part
 // holds (one function registering every operator of a registry) is read first, in shares of its
 // stacks, its groups summed over the reads (report/group_sums.h), and the last read takes only the
-// largest sites of those kept. A report of the result, text or JSON, prints what a report of one
+// largest sites of those kept; so are the largest of the families kept when together they have
+// more sites than a part holds. A report of the result, text or JSON, prints what a report of one
 // read prints. A stream whose sites fit is read once, and so is one that holds a leak check (its
 // findings name places across groups).
 #ifndef LEAKSCOPE_REPORT_REPORT_PASSES_H_
