@@ -192,8 +192,10 @@ std::string run_header_text(const RunHeader& header, const std::string& title) {
                 "   ", "");
   }
   if (state.process().sample_interval != 0) {
-    out += fmt::format("sampled: one allocation per {} on average; heap and c10_cpu bytes and blocks are estimates\n",
-                       format_bytes(static_cast<int64_t>(state.process().sample_interval)));
+    // Tensor storage (c10_cpu) is sampled too, named only where the program has some.
+    bool tensors = header.live_bytes_by_domain[static_cast<size_t>(Domain::kC10Cpu)] != 0;
+    out += fmt::format("sampled: one allocation per {} on average; heap {}bytes and blocks are estimates\n",
+                       format_bytes(static_cast<int64_t>(state.process().sample_interval)), tensors ? "and c10_cpu " : "");
   }
   return out;
 }

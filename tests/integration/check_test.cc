@@ -160,6 +160,10 @@ TEST(Check, SuppressedLeaksAreShownApartAndNotGated) {
   std::string rules = write_file("known.supp", "# a parser leak the vendor knows of\n\nfunction:parse_record*\n");
   Outcome suppressed = leakscope({"check", file, "--suppress", rules});
   EXPECT_EQ(suppressed.exit_code, 0) << suppressed.out << suppressed.err;
+  // A rule file given before the stream, options after it: each --suppress takes one file.
+  Outcome before = leakscope({"check", "--suppress", rules, file, "--site-memory", "0"});
+  EXPECT_EQ(before.exit_code, 0) << before.out << before.err;
+  EXPECT_EQ(before.out, suppressed.out);
   EXPECT_TRUE(has_line(suppressed.out, "leaks: 0 B in 0 groups")) << suppressed.out;
   EXPECT_NE(unwrapped(suppressed.out).find("not gated, leak parse_record (steady_leak_ci.c:17): 1000.00 KiB"), std::string::npos)
       << suppressed.out;

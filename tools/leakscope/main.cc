@@ -138,12 +138,14 @@ int main(int argc, char** argv) {
   run_verb->add_flag("--cuda", run.cuda,
                      "Track CUDA device, pinned and managed memory through CUPTI (cuda=1); a program without CUDA is left as it is");
   run_verb->add_flag("--nvtx", run.nvtx, "Take each thread's innermost NVTX push/pop range as its task (nvtx=1)");
-  run_verb->add_option("--option", run.extra_options, "Any runtime option as name=value (see docs/options.md)");
+  // Repeatable options take one value each time: a file named after one is not taken as a second value.
+  run_verb->add_option("--option", run.extra_options, "Any runtime option as name=value (see docs/options.md)")->allow_extra_args(false);
   auto non_empty = [](const std::string& value) { return value.empty() ? std::string("needs a value") : std::string(); };
   run_verb->add_option("--prometheus", run.prometheus, "Serve Prometheus metrics on HOST:PORT (loopback) while the command runs")
       ->check(non_empty);
   run_verb->add_flag("--listen-remote", run.listen_remote, "Let --prometheus listen on an address other machines reach");
-  run_verb->add_option("--label", run.labels, "NAME=VALUE on every Prometheus series (a fleet told apart); repeatable");
+  run_verb->add_option("--label", run.labels, "NAME=VALUE on every Prometheus series (a fleet told apart); repeatable")
+      ->allow_extra_args(false);
   run_verb->add_option("--prometheus-linger", run.linger,
                        "After the command ends, serve its final metrics until one scrape has read them, at most this long "
                        "(default 15s; 0: stop at once)")
@@ -209,7 +211,8 @@ int main(int argc, char** argv) {
   check_verb->add_option("--baseline", check.baseline, "An earlier report --format json to compare each leak with")->check(non_empty);
   check_verb->add_option("--max-growth", check.max_growth, "Growth of a leak over the baseline allowed, in percent")->check(non_empty);
   check_verb->add_option("--suppress", check.suppress, "A suppressions file (function:GLOB, file:GLOB, module:GLOB, leak:GLOB); repeatable")
-      ->check(non_empty);
+      ->check(non_empty)
+      ->allow_extra_args(false);
   check_verb->add_flag("--no-runtime-suppressions", check.no_runtime_suppressions,
                        "Gate the runtime's own residue too (the loader's, stdio buffers, libstdc++'s pool)");
   check_verb->add_option("--junit", check.junit, "Also write the checks as JUnit XML to this file")->check(non_empty);
@@ -228,7 +231,7 @@ int main(int argc, char** argv) {
   export_verb->add_option("--html", exported.html, "Write one self-contained HTML page: flame graph, memory over time, verdicts");
   export_verb->add_option("--prometheus", exported.prometheus,
                           "Write the Prometheus metrics of the judged run as text (node_exporter's textfile collector, Pushgateway)");
-  export_verb->add_option("--label", exported.labels, "With --prometheus: NAME=VALUE on every series; repeatable");
+  export_verb->add_option("--label", exported.labels, "With --prometheus: NAME=VALUE on every series; repeatable")->allow_extra_args(false);
   export_verb->add_option("--metrics-top", exported.top, "With --prometheus: groups with series of their own (default 20)")
       ->check(CLI::Range(1, 10000));
   export_verb->add_option("--at", exported.at, at_help);
@@ -241,7 +244,7 @@ int main(int argc, char** argv) {
       ->required()
       ->check(non_empty);
   serve_verb->add_flag("--listen-remote", serve.listen_remote, "Listen on an address other machines reach");
-  serve_verb->add_option("--label", serve.labels, "NAME=VALUE on every series; repeatable");
+  serve_verb->add_option("--label", serve.labels, "NAME=VALUE on every series; repeatable")->allow_extra_args(false);
   serve_verb->add_option("--top", serve.top, "Groups with series of their own (default 20)")->check(CLI::Range(1, 10000));
 
   try {
