@@ -83,16 +83,31 @@ TEST(ReportMemory, HundredsOfThousandsOfLiveSitesCostUnderAKibibyteEach) {
 // A Python service with 20 000 generated route handlers, each holding its cached response: as many
 // groups, each named by its handler's line. Its report, text or JSON, and its gate, read in parts
 // that hold whole groups (--site-memory), are those of one read, in about half the memory.
-TEST(ReportMemory, ManyGroupsAreReadInPartsThatEachHoldWholeGroups) {
-  std::string file = scratch_dir() + "/routes.lsc";
-  Outcome run = leakscope({"run", "-o", file, "--", "/usr/bin/python3", fixture_source("route_table_service.py"), "20000", "1.5"});
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  ASSERT_EQ(run.out.rfind("routes=20000 served=", 0), 0u) << run.out;
+// recorded_service() runs the Python fixture `script` with `arguments` under leakscope into the
+// scratch file `name`, whose output begins with `begins`, and returns the stream's path.
+std::string recorded_service(const std::string& name, const std::string& script, const std::vector<std::string>& arguments,
+                             const std::string& begins) {
+  std::string file = scratch_dir() + "/" + name;
+  std::vector<std::string> command = {"run", "-o", file, "--", "/usr/bin/python3", fixture_source(script)};
+  command.insert(command.end(), arguments.begin(), arguments.end());
+  Outcome run = leakscope(command);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out.rfind(begins, 0), 0u) << run.out;
+  return file;
+}
 
+// report_at_once() is the report of `file` read at once, which names one leak, in `where`.
+Outcome report_at_once(const std::string& file, const std::string& where) {
   Outcome one_read = leakscope({"report", "--site-memory", "0", file});
-  ASSERT_EQ(one_read.exit_code, 0) << one_read.err;
+  EXPECT_EQ(one_read.exit_code, 0) << one_read.err;
   EXPECT_NE(one_read.out.find("Leak suspects: 1\n"), std::string::npos) << one_read.out;
-  EXPECT_NE(one_read.out.find("in keep_request (generated_routes.py:4)"), std::string::npos) << one_read.out;
+  EXPECT_NE(one_read.out.find("in " + where), std::string::npos) << one_read.out;
+  return one_read;
+}
+
+TEST(ReportMemory, ManyGroupsAreReadInPartsThatEachHoldWholeGroups) {
+  std::string file = recorded_service("routes.lsc", "route_table_service.py", {"20000", "1.5"}, "routes=20000 served=");
+  Outcome one_read = report_at_once(file, "keep_request (generated_routes.py:4)");
   EXPECT_NE(one_read.out.find("Startup residents (born early, flat): "), std::string::npos) << one_read.out;
 
   // 2 MiB holds about 4 000 sites: the stream's 80 000 are read in some twenty parts.
@@ -135,15 +150,8 @@ TEST(ReportMemory, ManyGroupsAreReadInPartsThatEachHoldWholeGroups) {
 // part of 1 MiB holds (about 2 000). Read in parts, its sites are summed over several reads and only
 // its largest held whole; report, JSON and gate are those of one read, in about half the memory.
 TEST(ReportMemory, AGroupOfMoreSitesThanAPartHoldsIsJudgedOnItsSums) {
-  std::string file = scratch_dir() + "/paths.lsc";
-  Outcome run = leakscope({"run", "-o", file, "--", "/usr/bin/python3", fixture_source("dispatch_paths_service.py"), "20000", "3"});
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  ASSERT_EQ(run.out.rfind("handlers=20000 served=", 0), 0u) << run.out;
-
-  Outcome one_read = leakscope({"report", "--site-memory", "0", file});
-  ASSERT_EQ(one_read.exit_code, 0) << one_read.err;
-  EXPECT_NE(one_read.out.find("Leak suspects: 1\n"), std::string::npos) << one_read.out;
-  EXPECT_NE(one_read.out.find("in keep (dispatch_paths_service.py:14)"), std::string::npos) << one_read.out;
+  std::string file = recorded_service("paths.lsc", "dispatch_paths_service.py", {"20000", "3"}, "handlers=20000 served=");
+  Outcome one_read = report_at_once(file, "keep (dispatch_paths_service.py:14)");
   size_t sites_at = one_read.out.find(" sites · +");
   ASSERT_NE(sites_at, std::string::npos) << one_read.out;
   long sites = std::stol(one_read.out.substr(one_read.out.rfind(' ', sites_at - 1) + 1));
