@@ -102,8 +102,9 @@ struct GroupReport {
   // What tells it from other groups in any read of the stream (GroupKeys::identity_of()).
   uint64_t identity = 0;
   bool user_keyed = false;  // keyed by its first user frame (and the one that called it)
-  // Of a group of more sites than a part of a read in parts holds: what all its sites add up to,
-  // its parts being only its largest (kPartsShown); null for any other.
+  // Of a group read in parts whose sites the last read does not hold all of (a family of more
+  // sites than a part, report/report_passes.h): what all its sites add up to, its parts being only
+  // its largest (kPartsShown) and those the report names; null for any other.
   const GroupSums* summed = nullptr;
 };
 
@@ -407,16 +408,17 @@ ReportSection section_of(const GroupReport& group);
 // count_in_sections() adds `group` to `counts` when it holds at least `min_bytes`.
 void count_in_sections(const GroupReport& group, int64_t min_bytes, SectionCounts* counts);
 
-// What the owners' lines are made of: for each task name and thread, the bytes it holds at the
-// judged snapshot, its share of the leaks' growth and its live bytes over time (none for one live
-// at no sample, which is not shown); and the growth of all the program's leaks. Sums of the
-// sites', so that parts read apart add up.
 // A leak's bytes that count for its owners, all and by owner (owner_sums()).
 struct OwnedBytes {
   int64_t bytes = 0;
   std::map<std::string, int64_t> by_task;
   std::map<uint32_t, int64_t> by_thread;
 };
+
+// What the owners' lines are made of: for each task name and thread, the bytes it holds at the
+// judged snapshot, its share of the leaks' growth and its live bytes over time (none for one live
+// at no sample, which is not shown); and the growth of all the program's leaks. Sums of the
+// sites', so that parts read apart add up.
 struct OwnerSums {
   // A sum of growth rates that is the same in whatever order its terms come, as parts read apart
   // bring them in another order than one read: fixed point, in 1/1024 of a byte a minute.

@@ -76,12 +76,9 @@ struct GroupSums {
   SummedPart left_out_part;
   std::vector<SummedPart> parts;  // every site; in part_before() order once judged
   size_t sites() const { return parts.size(); }
-  SiteJudgement judgement;  // made by judge()
+  SiteJudgement judgement;  // made by judge_sums()
   SiteEvidence evidence(double now_s, uint32_t epochs) const;
 };
-
-// The summed groups of a read, by GroupReport::identity.
-using SummedGroups = std::unordered_map<uint64_t, GroupSums>;
 
 // add_to_sums() adds the groups of `analysis`, a read that holds only sites of groups summed (and
 // all of their gone sites it has), to `sums`. `stream_stack` names a kept stack as the stream

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "report/device_layers.h"
-#include "report/group_sums.h"
 #include "report/frame_names.h"
 #include "report/frame_roles.h"
+#include "report/group_sums.h"
 #include "report/site_format.h"
 #include "report/text_file.h"
 #include "report/units.h"
