@@ -87,9 +87,10 @@ Rises rises_of(const std::vector<SeriesPoint>& points, double peak) {
   // fall the series itself made while the floor held the level it left, with no trend in the
   // series since, is that swing, not growth; only the last step is passed over so, for a steady
   // leak in churn, which trends, still rose a step ago. Past that swing, a rise after which the
-  // series only fills back up to the highs it had before that fall, with no trend since, is no
-  // growth either (a data loader's working set, let go and built again as an epoch starts, the
-  // floor's swing after it being noise): growth lifts the highs with the floor.
+  // series only fills back up to the highs it had before that fall (kRefillHighs), with no trend
+  // since, is no growth either (a data loader's working set, let go and built again as an epoch
+  // starts, the floor's swing after it being noise): growth lifts the highs with the floor, and
+  // passing over rise after rise, the highs since stand further and further above those before.
   for (bool first = true; last > 0; first = false) {
     size_t left = reached(floor[last - 1].value);
     double rise = floor[last].value - floor[last - 1].value;
@@ -104,7 +105,8 @@ Rises rises_of(const std::vector<SeriesPoint>& points, double peak) {
     };
     double highest_since = 0;
     for (size_t i = last; i < points.size(); ++i) highest_since = std::max(highest_since, points[i].value);
-    bool passed = first ? trend_since(left) < kSwingTrendZ : highest_since <= highest + tolerance && trend_since(last) < kSwingTrendZ;
+    bool passed = first ? trend_since(left) < kSwingTrendZ
+                        : highest_since <= highest + kRefillHighs * peak && trend_since(last) < kSwingTrendZ;
     if (!passed) break;
     last = left;
   }

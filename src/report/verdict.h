@@ -43,6 +43,10 @@ constexpr double kMinRelativeGrowth = 0.2;
 constexpr double kMinLiveShareOfPeak = 0.5;
 constexpr double kNearFinal = 0.05;      // a rise ends when the floor is within this share of the peak of its final value
 constexpr double kSwingTrendZ = 1.645;  // below it (one-sided p = 0.05), a series since its floor's level shows no trend
+// A floor's rise is a working set filling back up when the series' highs since then stand no more
+// than this share of the peak above its highs before the fall: a leak lifts them, however small a
+// share of each step it is.
+constexpr double kRefillHighs = 0.01;
 constexpr double kStallSpan = 0.25;      // a leak rose within this share of its series...
 constexpr double kStallGaps = 2.5;       // ...or within this many times the gap between its last two rises,
 constexpr int kMinSteps = 3;             // when it rose in at least this many steps
