@@ -50,7 +50,6 @@ struct Candidate {
   uint32_t first_site_id = 0;  // the stream's
   uint64_t family = 0;
   uint64_t identity = 0;  // GroupReport::identity
-  bool summed = false;    // its sites are summed over several reads (report/group_sums.h)
 };
 
 // rank_order() is negative when `a` ranks before `b`, positive when after, 0 when they rank alike.
@@ -72,7 +71,6 @@ struct HolderCandidate {
   uint64_t family = 0;
   uint32_t first_site_stack = 0;  // the stream's
   uint64_t identity = 0;          // as its group's
-  bool summed = false;            // of a summed family: its first site is read, not its family
 };
 
 bool held_more(const HolderCandidate& a, const HolderCandidate& b) {
@@ -85,7 +83,6 @@ struct SiteCandidate {
   uint32_t site_id = 0;  // the stream's
   uint64_t family = 0;
   uint32_t stack = 0;    // the stream's
-  bool summed = false;   // of a summed family: its stack is read, not its family
 };
 
 // Sites that rank alike keep the order of the stream's ids (analysis.cc orders them by live bytes
@@ -115,7 +112,6 @@ struct Kept {
   std::array<std::vector<SiteCandidate>, kVerdictCount> sites_by_verdict;
   std::vector<Candidate> unjudged;  // for the gate: not the runtime's own residue
   std::unordered_set<uint64_t> leak_families;
-  std::unordered_set<uint64_t> summed_leaks;  // identities
   std::vector<HolderCandidate> peak_holders, device_peak_holders;
   // The holders of summed families, by identity, summed as their reads come.
   std::unordered_map<uint64_t, HolderCandidate> summed_peak_holders, summed_device_peak_holders;
@@ -146,7 +142,7 @@ struct Kept {
       add_group(group, candidate, options);
     }
     keep_groups(options);
-    take_sites(analysis, stacks, families, options, false);
+    take_sites(analysis, stacks, families, options);
     VerdictCounts part_verdicts = verdict_counts(analysis);
     for (size_t v = 0; v < kVerdictCount; ++v) {
       verdicts.groups[v] += part_verdicts.groups[v];
@@ -167,12 +163,11 @@ struct Kept {
   // are taken whole by take_sums().
   void take_summing_read(const RunAnalysis& analysis, const KeptStacks& stacks, const std::vector<uint64_t>& families,
                          const AnalysisOptions& options) {
-    take_sites(analysis, stacks, families, options, true);
+    take_sites(analysis, stacks, families, options);
     for (const SiteReport& site : analysis.sites) ++verdicts.sites[verdict_rank(site.verdict)];
-    auto sum_holders = [&](const PeakReport& peak, std::unordered_map<uint64_t, HolderCandidate>* summed) {
+    auto merge = [&](const PeakReport& peak, std::unordered_map<uint64_t, HolderCandidate>* summed) {
       for (const PeakReport::Holder& holder : peak.holders) {
         HolderCandidate candidate = holder_of(analysis, stacks, families, holder);
-        candidate.summed = true;
         auto [found, added] = summed->emplace(candidate.identity, candidate);
         if (added) continue;
         found->second.bytes += candidate.bytes;
@@ -182,8 +177,8 @@ struct Kept {
         }
       }
     };
-    sum_holders(analysis.peak, &summed_peak_holders);
-    sum_holders(analysis.device_peak, &summed_device_peak_holders);
+    merge(analysis.peak, &summed_peak_holders);
+    merge(analysis.device_peak, &summed_device_peak_holders);
     take_program_wide(analysis, owner_sums(analysis, false));
   }
 
@@ -201,8 +196,7 @@ struct Kept {
                           {first.verdict, first.growth_bytes_per_min, first.live_bytes},
                           first.site,
                           sum.family,
-                          identity,
-                          true};
+                          identity};
       add_group(group, candidate, options);
       ++verdicts.groups[verdict_rank(group.verdict)];
       if (group.verdict == Verdict::kLeak && group.runtime == nullptr) owners.share(group.growth_bytes_per_min, sum.owned);
@@ -267,8 +261,7 @@ struct Kept {
                       stacks.insert(holder.first_site_stack);
                       add_group(holder.identity);  // the group it is of, if still live: the peak names its verdict
                     });
-    for (uint64_t identity : summed_leaks) add_group(identity);
-    // Every leak group of a family summed to be shown (the gate lists them all).
+    // Every leak group of a summed family, for the gate, which lists them all.
     for (const auto& [identity, sum] : sums) {
       if (sum.judgement.verdict == Verdict::kLeak && leak_families.count(sum.family) != 0) add_group(identity);
     }
@@ -298,13 +291,7 @@ struct Kept {
       ++unjudged_groups;
       unjudged_bytes += group.live_bytes;
     }
-    if (options.every_leak && group.verdict == Verdict::kLeak) {
-      if (candidate.summed) {
-        summed_leaks.insert(candidate.identity);
-      } else {
-        leak_families.insert(candidate.family);
-      }
-    }
+    if (options.every_leak && group.verdict == Verdict::kLeak) leak_families.insert(candidate.family);
   }
 
   void keep_groups(const AnalysisOptions& options) {
@@ -314,15 +301,14 @@ struct Kept {
   }
 
   void take_sites(const RunAnalysis& analysis, const KeptStacks& stacks, const std::vector<uint64_t>& families,
-                  const AnalysisOptions& options, bool summed) {
+                  const AnalysisOptions& options) {
     for (const SiteReport& site : analysis.sites) {
       const CapturedSite& taken = analysis.capture_of(site);
       if (taken.live_bytes < options.min_bytes) continue;
       sites_by_verdict[verdict_rank(site.verdict)].push_back({{site.verdict, site.growth_bytes_per_min, taken.live_bytes},
                                                               analysis.state.stream_site_id(taken.site),
                                                               family_of(analysis, stacks, families, taken.site),
-                                                              stacks.stream_id(analysis.stack_of(site)),
-                                                              summed});
+                                                              stacks.stream_id(analysis.stack_of(site))});
     }
     for (auto& listed : sites_by_verdict) keep_first(&listed, options.top, site_listed_before);
   }
@@ -407,7 +393,8 @@ std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const Chosen
     auto family_of = [&families](uint32_t stack) { return stack < families.size() ? families[stack] : 0; };
     // A family of more sites than a part holds is read in shares of its stacks, its groups summed.
     std::unordered_set<uint64_t> summed_families;
-    auto summed_family = [&](uint32_t stack) { return !summed_families.empty() && summed_families.count(family_of(stack)) != 0; };
+    auto summed_by_family = [&](uint64_t family) { return summed_families.count(family) != 0; };
+    auto summed_family = [&](uint32_t stack) { return !summed_families.empty() && summed_by_family(family_of(stack)); };
     auto sums = std::make_shared<SummedGroups>();
     // sum_families() reads the stacks of `summed` in shares, adding to `sums`, and calls `take`
     // with each read.
@@ -463,7 +450,7 @@ std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const Chosen
     std::vector<std::pair<uint64_t, uint64_t>> chosen_sites;  // sites, family: largest first
     uint64_t held = 0;
     for (uint64_t family : chosen) {
-      if (summed_families.count(family) != 0) continue;
+      if (summed_by_family(family)) continue;
       chosen_sites.emplace_back(sites_by_family[family], family);
       held += chosen_sites.back().first;
     }
@@ -475,7 +462,6 @@ std::unique_ptr<RunAnalysis> analyze_in_parts(StreamReader& reader, const Chosen
       held -= sites;
     }
     if (!summed_to_show.empty()) sum_families(summed_to_show, [](const RunAnalysis&, const KeptStacks&) {});
-    auto summed_by_family = [&](uint64_t family) { return summed_families.count(family) != 0; };
     std::unordered_set<uint32_t> summed_stacks = kept.summed_stacks(*sums, summed_by_family);
     reader.restart();
     KeptStacks shown_stacks([&](uint32_t stack) {
