@@ -15,6 +15,7 @@
 #include "core/deferred_records.h"
 #include "core/device_section.h"
 #include "core/device_table.h"
+#include "core/intern_table.h"
 #include "core/internal_alloc.h"
 #include "core/interpreter.h"
 #include "core/interval_map.h"
@@ -60,6 +61,11 @@ class BirthMap {
     return true;
   }
 
+  // prefetch() starts loading the cell `key` would be added to.
+  void prefetch(uint64_t key) const {
+    if (cells_.size() != 0) __builtin_prefetch(&cells_[hash(key) & (cells_.size() - 1)], 1);
+  }
+
   BirthCell* find(uint64_t key) {
     if (cells_.size() == 0) return nullptr;
     BirthCell* cell = locate(key);
@@ -94,7 +100,9 @@ class BirthMap {
     }
   }
 
-  static size_t hash(uint64_t key) { return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> 20); }
+  // Keys are a triple id above an epoch: a multiply alone left a small map's slots to the epoch's
+  // bits, and every site's cells of one epoch probed through one run of them.
+  static size_t hash(uint64_t key) { return static_cast<size_t>(hash_mix(key)); }
 
   bool grow() {
     InternalArray<BirthCell> old;
@@ -211,15 +219,33 @@ struct ScanContext {
   uint32_t closed;
 };
 
+// The records of a batch lie in address order and their cells anywhere in the map: the cells
+// are all asked for first, so that their loads overlap, then added to.
 void scan_heap(const AllocRecord* records, uint32_t count, void* data) {
   auto* scan = static_cast<ScanContext*>(data);
-  for (uint32_t i = 0; i < count; ++i) {
-    const AllocRecord& record = records[i];
-    uint64_t key = birth_key(record.triple, record.birth);
-    if (raw(record.triple) >= scan->triples_end || raw(record.birth) > scan->closed || !recompute_cell(key)) continue;
-    SampleWeight weight = sample_weight(record.size, record.pointer);
-    if (!g_writer.births.add(key, static_cast<int64_t>(weight.bytes), static_cast<int64_t>(weight.blocks))) {
-      g_writer.births_incomplete = true;
+  constexpr uint32_t kAtOnce = 64;
+  uint64_t keys[kAtOnce];
+  uint8_t counted[kAtOnce];  // each one's place in the run
+  for (uint32_t from = 0; from < count; from += kAtOnce) {
+    const AllocRecord* run = records + from;
+    uint32_t length = count - from < kAtOnce ? count - from : kAtOnce;
+    uint32_t wanted = 0;
+    for (uint32_t i = 0; i < length; ++i) {
+      const AllocRecord& record = run[i];
+      uint64_t key = birth_key(record.triple, record.birth);
+      if (raw(record.triple) >= scan->triples_end || raw(record.birth) > scan->closed || !recompute_cell(key)) {
+        continue;
+      }
+      g_writer.births.prefetch(key);
+      keys[wanted] = key;
+      counted[wanted++] = static_cast<uint8_t>(i);
+    }
+    for (uint32_t i = 0; i < wanted; ++i) {
+      const AllocRecord& record = run[counted[i]];
+      SampleWeight weight = sample_weight(record.size, record.pointer);
+      if (!g_writer.births.add(keys[i], static_cast<int64_t>(weight.bytes), static_cast<int64_t>(weight.blocks))) {
+        g_writer.births_incomplete = true;
+      }
     }
   }
 }
