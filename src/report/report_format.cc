@@ -442,11 +442,21 @@ void write_report_json(const RunAnalysis& analysis, const ReportOptions& options
   write_json(out, report_members(analysis, options), report_arrays(analysis, options, folder));
 }
 
-// peak_holders_text() names what held `peak`, each with the verdict of its group now.
+// peak_holders_text() names what held `peak`, each with the verdict of its group now. Holders of
+// one name (a helper that allocates for several callers, each caller a group) say their caller.
 std::string peak_holders_text(const RunAnalysis& analysis, const PeakReport& peak) {
+  size_t shown = std::min(peak.holders.size(), kPeakHoldersShown);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < shown; ++i) names.push_back(frame_name(*peak.holders[i].frame, 40));
   std::string holders;
-  for (size_t i = 0; i < peak.holders.size() && i < kPeakHoldersShown; ++i) {
+  for (size_t i = 0; i < shown; ++i) {
     const PeakReport::Holder& holder = peak.holders[i];
+    std::string name = names[i];
+    if (std::count(names.begin(), names.end(), names[i]) > 1 && holder.group != SIZE_MAX) {
+      if (const SymbolizedFrame* caller = analysis.groups[holder.group].caller_frame) {
+        name += " from " + frame_name(*caller, 40);
+      }
+    }
     std::string verdict = " (freed since)";
     if (holder.group != SIZE_MAX && analysis.groups[holder.group].live_bytes > 0) {
       const GroupReport& now = analysis.groups[holder.group];
@@ -455,7 +465,7 @@ std::string peak_holders_text(const RunAnalysis& analysis, const PeakReport& pea
                     ? fmt::format(" (freed since but for {}, {})", format_bytes(now.live_bytes), verdict_name(now.verdict))
                     : fmt::format(" ({})", verdict_name(now.verdict));
     }
-    holders += fmt::format("{}{} {}{}", holders.empty() ? "" : " · ", frame_name(*holder.frame, 40), format_bytes(holder.bytes), verdict);
+    holders += fmt::format("{}{} {}{}", holders.empty() ? "" : " · ", name, format_bytes(holder.bytes), verdict);
   }
   return holders;
 }
@@ -577,15 +587,45 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     out += wrap(counts_text(analysis, group), "   ");
     out += wrap(owners_of_group(analysis, group), "   ");
     if (size_t sites = group_site_count(group); sites > 1) {
-      for (size_t i = 0; i < group.parts.size() && i < kPartsShown; ++i) {
+      size_t shown = std::min(group.parts.size(), kPartsShown);
+      std::vector<std::vector<const SymbolizedFrame*>> stacks;
+      for (size_t i = 0; i < shown; ++i) stacks.push_back(symbolizer.frames(analysis.stack_of(analysis.sites[group.parts[i]])));
+      // Each part is named by the frame that tells it from the others: the first past what it shares
+      // with the part most like it (frames read alike by name). Parts share their innermost frames
+      // when the group's function is reached by several paths, and their first frames alone would
+      // read alike.
+      auto shared_depth = [&](size_t a, size_t b) {
+        size_t depth = 0;
+        while (depth < stacks[a].size() && depth < stacks[b].size() &&
+               frame_name(*stacks[a][depth], kWidth) == frame_name(*stacks[b][depth], kWidth)) {
+          ++depth;
+        }
+        return depth;
+      };
+      std::vector<size_t> named_at(shown, 0);
+      for (size_t i = 0; i < shown; ++i) {
+        for (size_t other = 0; other < shown; ++other) {
+          if (other != i) named_at[i] = std::max(named_at[i], shared_depth(i, other));
+        }
+        if (named_at[i] >= stacks[i].size()) named_at[i] = 0;  // alike to the end: its first frame, as any
+      }
+      // A part judged otherwise on its own says so (a cache's bucket array growing in its first
+      // second); once for them all when every part is (a leak of one block at each of many sites).
+      bool all_alike = true;
+      for (size_t i = 1; i < shown; ++i) all_alike &= analysis.sites[group.parts[i]].verdict == analysis.sites[group.parts[0]].verdict;
+      Verdict own_verdict = analysis.sites[group.parts[0]].verdict;
+      bool said_once = all_alike && own_verdict != j.verdict;
+      if (said_once) out += fmt::format("   parts, each {} on its own:\n", verdict_name(own_verdict));
+      for (size_t i = 0; i < shown; ++i) {
         const SiteReport& site = analysis.sites[group.parts[i]];
         const CapturedSite& part = analysis.capture_of(site);
-        // A part judged otherwise on its own says so (a cache's bucket array growing in its first second).
-        std::string own = site.verdict != j.verdict ? fmt::format(" ({} on its own)", verdict_name(site.verdict)) : "";
-        std::string line = fmt::format("   {} {} {} in {} block{}{}", i == 0 ? "parts:" : "      ", domain_name(analysis.domain_of(site)),
+        std::string own = site.verdict != j.verdict && !said_once ? fmt::format(" ({} on its own)", verdict_name(site.verdict)) : "";
+        std::string line = fmt::format("   {} {} {} in {} block{}{}", i == 0 && !said_once ? "parts:" : "      ", domain_name(analysis.domain_of(site)),
                                        format_bytes(part.live_bytes), part.live_blocks, part.live_blocks == 1 ? "" : "s", own);
-        const auto frames = symbolizer.frames(analysis.stack_of(site));
-        if (!frames.empty()) line += " · at " + frame_text(*frames[0], kWidth - text_columns(line) - 6);
+        if (!stacks[i].empty()) {
+          line += named_at[i] == 0 ? " · at " : " · via ";
+          line += frame_text(*stacks[i][named_at[i]], kWidth - text_columns(line) - 6);
+        }
         out += line + "\n";
       }
       if (sites > kPartsShown) out += fmt::format("          and {} more sites\n", sites - kPartsShown);

@@ -294,6 +294,32 @@ TEST(JudgedRun, SharedHelperOfABoundedAndAnUnboundedCacheIsTwoGroups) {
   EXPECT_TRUE(by_verdict["cache"]["called_from"].is_object()) << by_verdict["cache"].dump();
   EXPECT_NE(by_verdict["leak"]["called_from"]["function"], by_verdict["cache"]["called_from"]["function"]);
   EXPECT_EQ(leak_functions(judged.report).size(), 1u);
+  // So does the peak line, where both hold memory under the helper's one name.
+  Outcome text = leakscope({"report", judged.file});
+  std::string out = unwrapped(text.out);
+  std::smatch peak;
+  ASSERT_TRUE(std::regex_search(out, peak, std::regex(R"(peak: [^\n]*)"))) << text.out;
+  for (const char* holder : {R"(cache_put \(shared_helper_caches\.c:\d+\) from remember_metadata \(shared_helper_caches\.c:32\) 488\.28 KiB \(leak\))",
+                             R"(cache_put \(shared_helper_caches\.c:\d+\) from remember_thumbnail \(shared_helper_caches\.c:30\) 800\.00 KiB \(cache\))"}) {
+    EXPECT_TRUE(std::regex_search(peak.str(), std::regex(holder))) << holder << "\n" << peak.str();
+  }
+}
+
+// A group of sites that share their innermost frames (one handler reached by three transports) names
+// each part by the frame that tells it apart, not by the frame they all have.
+TEST(JudgedRun, EachPartOfAGroupIsNamedByTheCallerThatTellsItApart) {
+  Judged judged = judge({fixture("sessions_by_transport"), "1400"});
+  nlohmann::json sessions = group_named(judged.report, "open_session");
+  ASSERT_EQ(sessions["verdict"], "leak") << sessions["reason"];
+  ASSERT_EQ(sessions["parts"].size(), 3u) << sessions.dump(1);
+  EXPECT_EQ(sessions["live_bytes"], 1400 * 128);
+  Outcome text = leakscope({"report", judged.file});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  std::string out = unwrapped(text.out);
+  for (const char* part : {R"(heap 100.00 KiB in 800 blocks · via serve_http\b)", R"(heap 50.00 KiB in 400 blocks · via serve_grpc\b)",
+                           R"(heap 25.00 KiB in 200 blocks · via serve_admin_cli\b)"}) {
+    EXPECT_TRUE(std::regex_search(out, std::regex(part))) << part << "\n" << text.out;
+  }
 }
 
 // Each worker's own live bytes go up and down with the shared cache's entries it happens to hold;
