@@ -186,7 +186,8 @@ int main(int argc, char** argv) {
   report_verb->add_option("--site-memory", report_site_memory,
                           "Memory for the sites held at once, about 512 bytes each, besides the modules' debug "
                           "information; a stream with more is read in parts (32 at most), each holding whole groups, and "
-                          "prints the same (0: read at once)")->capture_default_str();
+                          "prints the same (0: read at once; a leak-checked stream is always read at once)")
+      ->capture_default_str();
 
   DiffOptions diff;
   CLI::App* diff_verb = app.add_subcommand("diff", "What changed between two runs, per site");
@@ -220,7 +221,8 @@ int main(int argc, char** argv) {
   check_verb->add_option("--fold", check.fold, "Fold framework frames, as report does");
   check_verb->add_option("--site-memory", check.site_memory,
                          "Memory for the sites held at once, as report's; a stream with more is read in parts, each "
-                         "holding whole groups, keeping every leak group (0: read at once)")->capture_default_str();
+                         "holding whole groups, keeping every leak group (0: read at once; a leak-checked stream is "
+                         "always read at once)")->capture_default_str();
 
   ExportOptions exported;
   CLI::App* export_verb =
