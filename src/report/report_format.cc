@@ -614,7 +614,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
       bool all_alike = true;
       for (size_t i = 1; i < shown; ++i) all_alike &= analysis.sites[group.parts[i]].verdict == analysis.sites[group.parts[0]].verdict;
       Verdict own_verdict = analysis.sites[group.parts[0]].verdict;
-      bool said_once = all_alike && own_verdict != j.verdict;
+      bool said_once = shown > 1 && all_alike && own_verdict != j.verdict;
       if (said_once) out += fmt::format("   parts, each {} on its own:\n", verdict_name(own_verdict));
       for (size_t i = 0; i < shown; ++i) {
         const SiteReport& site = analysis.sites[group.parts[i]];
