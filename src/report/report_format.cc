@@ -448,15 +448,23 @@ std::string peak_holders_text(const RunAnalysis& analysis, const PeakReport& pea
   size_t shown = std::min(peak.holders.size(), kPeakHoldersShown);
   std::vector<std::string> names;
   for (size_t i = 0; i < shown; ++i) names.push_back(frame_name(*peak.holders[i].frame, 40));
+  // Then, for those still alike (one source built into two libraries), the module.
+  auto tell_apart = [&](auto&& more) {
+    std::vector<std::string> told = names;
+    for (size_t i = 0; i < shown; ++i) {
+      if (std::count(names.begin(), names.end(), names[i]) > 1) told[i] += more(peak.holders[i]);
+    }
+    names = std::move(told);
+  };
+  tell_apart([&](const PeakReport::Holder& holder) -> std::string {
+    const SymbolizedFrame* caller = holder.group != SIZE_MAX ? analysis.groups[holder.group].caller_frame : nullptr;
+    return caller != nullptr ? " from " + frame_name(*caller, 40) : "";
+  });
+  tell_apart([](const PeakReport::Holder& holder) { return " in " + module_base_name(holder.frame->module); });
   std::string holders;
   for (size_t i = 0; i < shown; ++i) {
     const PeakReport::Holder& holder = peak.holders[i];
-    std::string name = names[i];
-    if (std::count(names.begin(), names.end(), names[i]) > 1 && holder.group != SIZE_MAX) {
-      if (const SymbolizedFrame* caller = analysis.groups[holder.group].caller_frame) {
-        name += " from " + frame_name(*caller, 40);
-      }
-    }
+    const std::string& name = names[i];
     std::string verdict = " (freed since)";
     if (holder.group != SIZE_MAX && analysis.groups[holder.group].live_bytes > 0) {
       const GroupReport& now = analysis.groups[holder.group];
@@ -588,44 +596,27 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     out += wrap(owners_of_group(analysis, group), "   ");
     if (size_t sites = group_site_count(group); sites > 1) {
       size_t shown = std::min(group.parts.size(), kPartsShown);
-      std::vector<std::vector<const SymbolizedFrame*>> stacks;
-      for (size_t i = 0; i < shown; ++i) stacks.push_back(symbolizer.frames(analysis.stack_of(analysis.sites[group.parts[i]])));
-      // Each part is named by the frame that tells it from the others: the first past what it shares
-      // with the part most like it (frames read alike by name). Parts share their innermost frames
-      // when the group's function is reached by several paths, and their first frames alone would
-      // read alike.
-      auto shared_depth = [&](size_t a, size_t b) {
-        size_t depth = 0;
-        while (depth < stacks[a].size() && depth < stacks[b].size() &&
-               frame_name(*stacks[a][depth], kWidth) == frame_name(*stacks[b][depth], kWidth)) {
-          ++depth;
-        }
-        return depth;
-      };
-      std::vector<size_t> named_at(shown, 0);
+      std::vector<std::vector<SymbolizedFrame>> stacks;
       for (size_t i = 0; i < shown; ++i) {
-        for (size_t other = 0; other < shown; ++other) {
-          if (other != i) named_at[i] = std::max(named_at[i], shared_depth(i, other));
-        }
-        if (named_at[i] >= stacks[i].size()) named_at[i] = 0;  // alike to the end: its first frame, as any
+        stacks.push_back(folder.fold(symbolizer.stack(analysis.stack_of(analysis.sites[group.parts[i]]))));
       }
+      std::vector<std::string> labels = part_labels(stacks, kWidth - 46);
       // A part judged otherwise on its own says so (a cache's bucket array growing in its first
       // second); once for them all when every part is (a leak of one block at each of many sites).
-      bool all_alike = true;
-      for (size_t i = 1; i < shown; ++i) all_alike &= analysis.sites[group.parts[i]].verdict == analysis.sites[group.parts[0]].verdict;
+      // Said once only when every part is known to read so, not just those shown (a summed group
+      // keeps only its largest).
       Verdict own_verdict = analysis.sites[group.parts[0]].verdict;
+      bool all_alike = group.parts.size() == sites;
+      for (size_t part : group.parts) all_alike &= analysis.sites[part].verdict == own_verdict;
       bool said_once = shown > 1 && all_alike && own_verdict != j.verdict;
-      if (said_once) out += fmt::format("   parts, each {} on its own:\n", verdict_name(own_verdict));
+      if (said_once) out += fmt::format("   parts, each judged {} on its own:\n", verdict_name(own_verdict));
       for (size_t i = 0; i < shown; ++i) {
         const SiteReport& site = analysis.sites[group.parts[i]];
         const CapturedSite& part = analysis.capture_of(site);
         std::string own = site.verdict != j.verdict && !said_once ? fmt::format(" ({} on its own)", verdict_name(site.verdict)) : "";
         std::string line = fmt::format("   {} {} {} in {} block{}{}", i == 0 && !said_once ? "parts:" : "      ", domain_name(analysis.domain_of(site)),
                                        format_bytes(part.live_bytes), part.live_blocks, part.live_blocks == 1 ? "" : "s", own);
-        if (!stacks[i].empty()) {
-          line += named_at[i] == 0 ? " · at " : " · via ";
-          line += frame_text(*stacks[i][named_at[i]], kWidth - text_columns(line) - 6);
-        }
+        if (!labels[i].empty()) line += " · " + labels[i];
         out += line + "\n";
       }
       if (sites > kPartsShown) out += fmt::format("          and {} more sites\n", sites - kPartsShown);

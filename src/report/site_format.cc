@@ -242,6 +242,9 @@ std::string shorten(const std::string& function, size_t width, bool keep_ellipsi
     name.erase(at, 23);
   }
   if (name.size() <= width) return name;
+  // A marker frame's name says first what it stands for ("[import; frames in between left out
+  // ..."); a function's says last which one it is ("...::Parser::parse").
+  if (name.front() == '[') return name.substr(0, width > 1 ? width - 1 : width) + "…";
   return "…" + name.substr(name.size() - (width > 1 ? width - 1 : width));
 }
 
@@ -304,6 +307,56 @@ std::string frame_text(const SymbolizedFrame& frame, size_t width) {
   if (tail.size() + 20 > width) tail = file.size() + 20 <= width ? file : "";
   size_t room = width > tail.size() + 12 ? width - tail.size() : 12;
   return shorten(where, room) + tail;
+}
+
+namespace {
+
+// part_frame_text() is `frame` in at most `width` columns: its function without parameters and
+// where it is, or its address and module.
+std::string part_frame_text(const SymbolizedFrame& frame, size_t width) {
+  if (frame.function.empty() || frame.folded > 0) return frame_text(frame, width);
+  std::string where = frame.file.empty() ? " [" + module_base_name(frame.module) + "]"
+                                         : fmt::format(" ({}:{})", module_base_name(frame.file), frame.line);
+  return function_text(frame, width > where.size() + 16 ? width - where.size() : 16) + where;
+}
+
+}  // namespace
+
+
+// Parts share the group's frames and often more (one handler reached from three transports).
+std::vector<std::string> part_labels(const std::vector<std::vector<SymbolizedFrame>>& stacks, size_t width) {
+  size_t count = stacks.size();
+  auto name_at = [&](size_t part, size_t depth) { return frame_name(stacks[part][depth], 1000); };
+  auto shared_depth = [&](size_t a, size_t b) {
+    size_t depth = 0;
+    while (depth < stacks[a].size() && depth < stacks[b].size() && name_at(a, depth) == name_at(b, depth)) ++depth;
+    return depth;
+  };
+  auto all_differ = [](const std::vector<std::string>& texts) {
+    for (size_t i = 0; i < texts.size(); ++i) {
+      if (std::count(texts.begin(), texts.end(), texts[i]) > 1) return false;
+    }
+    return true;
+  };
+  std::vector<std::string> at(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (stacks[i].empty()) return std::vector<std::string>(count);
+    at[i] = "at " + part_frame_text(stacks[i][0], width - 3);
+  }
+  std::vector<std::string> labels = at;
+  for (size_t i = 0; i < count; ++i) {
+    if (std::count(at.begin(), at.end(), at[i]) == 1) continue;  // its innermost frame tells it apart
+    size_t depth = 0;
+    for (size_t other = 0; other < count; ++other) {
+      if (other != i) depth = std::max(depth, shared_depth(i, other));
+    }
+    if (depth >= stacks[i].size() || stacks[i][depth].folded > 0) return at;
+    for (size_t inner = 0; inner < depth; ++inner) {
+      if (!stacks[i][inner].function.empty() && stacks[i][inner].function == stacks[i][depth].function) return at;
+    }
+    labels[i] = "via " + part_frame_text(stacks[i][depth], width - 4);
+  }
+  return all_differ(labels) ? labels : at;
 }
 
 std::string owners_text(const SiteSummary& site) {

@@ -65,6 +65,14 @@ std::string frame_name(const SymbolizedFrame& frame, size_t width);
 // frame_text() is "function (file:line) [module]", the function shortened to `width` columns.
 std::string frame_text(const SymbolizedFrame& frame, size_t width = 1000);
 
+// part_labels() says how each of a group's shown parts (its folded stack, innermost first) is told
+// from the others, in at most `width` columns: by its innermost frame (`at parse (p.c:3)`) when no
+// other part has that one, else by the frame past what it shares with the part most like it
+// (`via serve_grpc (server.c:27)`). Where those do not tell every part from every other as
+// printed (two levels of callers differ, a recursion's frames repeat, names are cut to fit), every
+// part is named by its innermost frame.
+std::vector<std::string> part_labels(const std::vector<std::vector<SymbolizedFrame>>& stacks, size_t width);
+
 // owners_text() is "threads: a (tid 1) 2 MiB, ... · tasks: request 2 MiB".
 std::string owners_text(const SiteSummary& site);
 

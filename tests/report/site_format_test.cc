@@ -20,6 +20,70 @@ TEST(FrameName, AMarkersWordsInParenthesesAreKept) {
   frame.function = "[import; frames in between left out (startup_depth)]";
   EXPECT_EQ(frame_name(frame, 60), "[import; frames in between left out (startup_depth)]");
   EXPECT_EQ(function_text(frame, 100), "[import; frames in between left out (startup_depth)]");
+  // Cut to fit, a marker keeps what it stands for: its start.
+  EXPECT_EQ(function_text(frame, 20), "[import; frames in …");
+}
+
+// A stack of frames named `functions`, innermost first, each at `file` line 10 + its depth.
+std::vector<SymbolizedFrame> stack_of(std::initializer_list<const char*> functions, const char* file = "server.c") {
+  std::vector<SymbolizedFrame> frames;
+  for (const char* function : functions) {
+    SymbolizedFrame frame;
+    frame.function = function;
+    frame.file = file;
+    frame.line = 10 + static_cast<int>(frames.size());
+    frame.module = "/srv/server";
+    frames.push_back(frame);
+  }
+  return frames;
+}
+
+TEST(PartLabels, PartsReachedByDifferentCallersAreNamedByThoseCallers) {
+  std::vector<std::string> labels =
+      part_labels({stack_of({"open_session", "handle_login", "serve_http", "main"}),
+                   stack_of({"open_session", "handle_login", "serve_grpc", "main"}),
+                   stack_of({"open_session", "handle_login", "serve_admin_cli", "main"})},
+                  60);
+  EXPECT_EQ(labels, (std::vector<std::string>{"via serve_http (server.c:12)", "via serve_grpc (server.c:12)",
+                                               "via serve_admin_cli (server.c:12)"}));
+}
+
+TEST(PartLabels, APartWhoseInnermostFrameIsItsOwnIsNamedByIt) {
+  std::vector<std::string> labels = part_labels({stack_of({"grow_list", "keep", "handler_1"}),
+                                                 stack_of({"resize", "keep", "handler_1"}),
+                                                 stack_of({"resize", "keep", "handler_2"})},
+                                                60);
+  EXPECT_EQ(labels, (std::vector<std::string>{"at grow_list (server.c:10)", "via handler_1 (server.c:12)",
+                                               "via handler_2 (server.c:12)"}));
+}
+
+// Two handlers each reached by two transports: the frame past the nearest part's names the
+// transport, which two parts share, so every part is named by its innermost frame.
+TEST(PartLabels, CallersThatDoNotTellEveryPartApartAreNotShown) {
+  std::vector<std::string> labels =
+      part_labels({stack_of({"store_put", "handle_orders", "serve_http"}), stack_of({"store_put", "handle_users", "serve_http"}),
+                   stack_of({"store_put", "handle_orders", "serve_grpc"}), stack_of({"store_put", "handle_users", "serve_grpc"})},
+                  60);
+  EXPECT_EQ(labels, std::vector<std::string>(4, "at store_put (server.c:10)"));
+}
+
+// A recursion's parts differ by how deep it went: the frame where they part is one every part
+// has, nearer the allocation.
+TEST(PartLabels, ARecursionsPartsAreNamedByTheirInnermostFrame) {
+  std::vector<std::string> labels =
+      part_labels({stack_of({"intern", "parse_value", "parse_doc", "parse_value", "main"}),
+                   stack_of({"intern", "parse_value", "parse_doc", "parse_value", "parse_doc", "parse_value", "main"})},
+                  60);
+  EXPECT_EQ(labels, std::vector<std::string>(2, "at intern (server.c:10)"));
+}
+
+// Names cut to fit the line would read alike: no part is named by them.
+TEST(PartLabels, CallersThatReadAlikeOnceCutToFitAreNotShown) {
+  std::vector<std::string> labels =
+      part_labels({stack_of({"decode", "svc::Service<svc::OrdersCodec>::handle_method_with_codec"}),
+                   stack_of({"decode", "svc::Service<svc::UsersCodec>::handle_method_with_codec"})},
+                  40);
+  EXPECT_EQ(labels, std::vector<std::string>(2, "at decode (server.c:10)"));
 }
 
 }  // namespace
