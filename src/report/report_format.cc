@@ -600,7 +600,6 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
       for (size_t i = 0; i < shown; ++i) {
         stacks.push_back(folder.fold(symbolizer.stack(analysis.stack_of(analysis.sites[group.parts[i]]))));
       }
-      std::vector<std::string> labels = part_labels(stacks, kWidth - 46);
       // A part judged otherwise on its own says so (a cache's bucket array growing in its first
       // second); once for them all when every part is (a leak of one block at each of many sites).
       // Said once only when every part is known to read so, not just those shown (a summed group
@@ -610,15 +609,20 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
       for (size_t part : group.parts) all_alike &= analysis.sites[part].verdict == own_verdict;
       bool said_once = shown > 1 && all_alike && own_verdict != j.verdict;
       if (said_once) out += fmt::format("   parts, each judged {} on its own:\n", verdict_name(own_verdict));
+      std::vector<std::string> lines;
+      size_t widest = 0;
       for (size_t i = 0; i < shown; ++i) {
         const SiteReport& site = analysis.sites[group.parts[i]];
         const CapturedSite& part = analysis.capture_of(site);
         std::string own = site.verdict != j.verdict && !said_once ? fmt::format(" ({} on its own)", verdict_name(site.verdict)) : "";
-        std::string line = fmt::format("   {} {} {} in {} block{}{}", i == 0 && !said_once ? "parts:" : "      ", domain_name(analysis.domain_of(site)),
-                                       format_bytes(part.live_bytes), part.live_blocks, part.live_blocks == 1 ? "" : "s", own);
-        if (!labels[i].empty()) line += " · " + labels[i];
-        out += line + "\n";
+        lines.push_back(fmt::format("   {} {} {} in {} block{}{}", i == 0 && !said_once ? "parts:" : "      ",
+                                    domain_name(analysis.domain_of(site)), format_bytes(part.live_bytes), part.live_blocks,
+                                    part.live_blocks == 1 ? "" : "s", own));
+        widest = std::max(widest, text_columns(lines.back()));
       }
+      // The labels are made to one width, so that a name cut to fit is cut alike on every line.
+      std::vector<std::string> labels = part_labels(stacks, std::max<size_t>(kWidth - std::min(kWidth, widest + 3), 24));
+      for (size_t i = 0; i < shown; ++i) out += lines[i] + (labels[i].empty() ? "" : " · " + labels[i]) + "\n";
       if (sites > kPartsShown) out += fmt::format("          and {} more sites\n", sites - kPartsShown);
       out += "   stack of the largest part:\n";
     }

@@ -317,7 +317,8 @@ std::string part_frame_text(const SymbolizedFrame& frame, size_t width) {
   if (frame.function.empty() || frame.folded > 0) return frame_text(frame, width);
   std::string where = frame.file.empty() ? " [" + module_base_name(frame.module) + "]"
                                          : fmt::format(" ({}:{})", module_base_name(frame.file), frame.line);
-  return function_text(frame, width > where.size() + 16 ? width - where.size() : 16) + where;
+  if (where.size() + 16 > width) where.clear();  // the name first: where it is goes when both do not fit
+  return function_text(frame, width > where.size() ? width - where.size() : 1) + where;
 }
 
 }  // namespace
