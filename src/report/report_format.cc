@@ -623,7 +623,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
       // The labels are made to one width, so that a name cut to fit is cut alike on every line.
       std::vector<std::string> labels = part_labels(stacks, std::max<size_t>(kWidth - std::min(kWidth, widest + 3), 24));
       for (size_t i = 0; i < shown; ++i) out += lines[i] + (labels[i].empty() ? "" : " · " + labels[i]) + "\n";
-      if (sites > kPartsShown) out += fmt::format("          and {} more sites\n", sites - kPartsShown);
+      if (sites > shown) out += fmt::format("          and {} more site{}\n", sites - shown, sites - shown == 1 ? "" : "s");
       out += "   stack of the largest part:\n";
     }
     const auto frames = folder.fold(symbolizer.stack(analysis.stack_of(analysis.sites[group.parts[0]])));
