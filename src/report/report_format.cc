@@ -460,7 +460,12 @@ std::string peak_holders_text(const RunAnalysis& analysis, const PeakReport& pea
     const SymbolizedFrame* caller = holder.group != SIZE_MAX ? analysis.groups[holder.group].caller_frame : nullptr;
     return caller != nullptr ? " from " + frame_name(*caller, 40) : "";
   });
-  tell_apart([](const PeakReport::Holder& holder) { return " in " + module_base_name(holder.frame->module); });
+  // The module of the caller named (one source built into two plugins calls one helper), else the
+  // holder's own.
+  tell_apart([&](const PeakReport::Holder& holder) {
+    const SymbolizedFrame* caller = holder.group != SIZE_MAX ? analysis.groups[holder.group].caller_frame : nullptr;
+    return " in " + module_base_name((caller != nullptr ? caller : holder.frame)->module);
+  });
   std::string holders;
   for (size_t i = 0; i < shown; ++i) {
     const PeakReport::Holder& holder = peak.holders[i];

@@ -227,7 +227,10 @@ std::string without_parameters(const std::string& function) {
   int depth = 0;
   for (size_t i = close + 1; i-- > 0;) {
     if (function[i] == ')') ++depth;
-    if (function[i] == '(' && --depth == 0) return i > 0 ? function.substr(0, i) : function;
+    if (function[i] != '(' || --depth != 0) continue;
+    // "Handler::operator()" named without its parameters: the parentheses are the name's.
+    if (i + 1 == close && i >= 8 && function.compare(i - 8, 8, "operator") == 0) return function;
+    return i > 0 ? function.substr(0, i) : function;
   }
   return function;
 }
@@ -317,7 +320,9 @@ std::string part_frame_text(const SymbolizedFrame& frame, size_t width) {
   if (frame.function.empty() || frame.folded > 0) return frame_text(frame, width);
   std::string where = frame.file.empty() ? " [" + module_base_name(frame.module) + "]"
                                          : fmt::format(" ({}:{})", module_base_name(frame.file), frame.line);
-  if (where.size() + 16 > width) where.clear();  // the name first: where it is goes when both do not fit
+  // The name first: where it is goes when both do not fit (a name is cut to 16 columns at most).
+  size_t name_room = std::min<size_t>(function_text(frame, 1000).size(), 16);
+  if (where.size() + name_room > width) where.clear();
   return function_text(frame, width > where.size() ? width - where.size() : 1) + where;
 }
 
@@ -352,8 +357,20 @@ std::vector<std::string> part_labels(const std::vector<std::vector<SymbolizedFra
       if (other != i) depth = std::max(depth, shared_depth(i, other));
     }
     if (depth >= stacks[i].size() || stacks[i][depth].folded > 0) return at;
+    // Named by a function on its own path only: not one a recursion repeats nearer the allocation,
+    // nor one another part it is told from passes through too (a path of one more frame; a second
+    // level of callers). Only the parts that part from it there may have the function there, at
+    // another line (one switch calling the same handler from each case).
+    std::string function = function_text(stacks[i][depth], 1000);
     for (size_t inner = 0; inner < depth; ++inner) {
-      if (!stacks[i][inner].function.empty() && stacks[i][inner].function == stacks[i][depth].function) return at;
+      if (function_text(stacks[i][inner], 1000) == function) return at;
+    }
+    for (size_t other = 0; other < count; ++other) {
+      if (other == i || at[other] != at[i]) continue;
+      bool parts_there = shared_depth(i, other) == depth;
+      for (size_t d = 0; d < stacks[other].size(); ++d) {
+        if (function_text(stacks[other][d], 1000) == function && !(parts_there && d == depth)) return at;
+      }
     }
     labels[i] = "via " + part_frame_text(stacks[i][depth], width - 4);
   }

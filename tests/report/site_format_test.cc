@@ -77,6 +77,53 @@ TEST(PartLabels, ARecursionsPartsAreNamedByTheirInnermostFrame) {
   EXPECT_EQ(labels, std::vector<std::string>(2, "at intern (server.c:10)"));
 }
 
+// A worker started as a thread of its own and through a pool: the pool's path has one frame more,
+// and the thread's start is on both.
+TEST(PartLabels, AFrameThatAnotherPartPassesThroughTooDoesNotNameAPart) {
+  std::vector<std::string> labels =
+      part_labels({stack_of({"job_buffer", "worker", "start_thread", "clone"}),
+                   stack_of({"job_buffer", "worker", "pool_entry", "start_thread", "clone"})},
+                  60);
+  EXPECT_EQ(labels, std::vector<std::string>(2, "at job_buffer (server.c:10)"));
+}
+
+// Orders over HTTP, users over HTTP and users over gRPC: the orders part's path and the users
+// parts' differ at the handler, the users parts' at the transport, which orders has too.
+TEST(PartLabels, AnLShapedMatrixOfCallersIsNotShown) {
+  std::vector<std::string> labels =
+      part_labels({stack_of({"store_put", "handle_orders", "serve_http"}), stack_of({"store_put", "handle_users", "serve_http"}),
+                   stack_of({"store_put", "handle_users", "serve_grpc"})},
+                  60);
+  EXPECT_EQ(labels, std::vector<std::string>(3, "at store_put (server.c:10)"));
+}
+
+TEST(PartLabels, AnIndirectRecursionsPartsAreNamedByTheirInnermostFrame) {
+  std::vector<std::string> labels =
+      part_labels({stack_of({"intern", "parse_value", "parse_array", "parse_value", "parse_doc"}),
+                   stack_of({"intern", "parse_value", "parse_doc"})},
+                  60);
+  EXPECT_EQ(labels, std::vector<std::string>(2, "at intern (server.c:10)"));
+}
+
+// One switch calls the same handler from each of its cases: the parts part at the switch's lines.
+TEST(PartLabels, PartsThatPartAtOneFunctionsLinesAreNamedByThem) {
+  std::vector<std::vector<SymbolizedFrame>> stacks;
+  for (int line : {21, 20, 19}) {
+    stacks.push_back(stack_of({"tenant_table", "onboard", "main"}));
+    stacks.back()[1].line = line;
+  }
+  EXPECT_EQ(part_labels(stacks, 60), (std::vector<std::string>{"via onboard (server.c:21)", "via onboard (server.c:20)",
+                                                              "via onboard (server.c:19)"}));
+}
+
+TEST(FrameName, ACallOperatorKeepsItsParentheses) {
+  SymbolizedFrame frame;
+  frame.function = "main::{lambda(Request const&)#1}::operator()";
+  EXPECT_EQ(function_text(frame, 100), "main::{lambda(Request const&)#1}::operator()");
+  frame.function = "Handler::operator()(Request const&) const";
+  EXPECT_EQ(function_text(frame, 100), "Handler::operator()");
+}
+
 // Names cut to fit the line would read alike: no part is named by them.
 TEST(PartLabels, CallersThatReadAlikeOnceCutToFitAreNotShown) {
   std::vector<std::string> labels =
