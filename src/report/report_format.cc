@@ -443,12 +443,13 @@ void write_report_json(const RunAnalysis& analysis, const ReportOptions& options
 }
 
 // peak_holders_text() names what held `peak`, each with the verdict of its group now. Holders of
-// one name (a helper that allocates for several callers, each caller a group) say their caller.
+// one name (a helper that allocates for several callers, each caller a group) say their caller,
+// and those still alike a module.
 std::string peak_holders_text(const RunAnalysis& analysis, const PeakReport& peak) {
   size_t shown = std::min(peak.holders.size(), kPeakHoldersShown);
   std::vector<std::string> names;
   for (size_t i = 0; i < shown; ++i) names.push_back(frame_name(*peak.holders[i].frame, 40));
-  // Then, for those still alike (one source built into two libraries), the module.
+  // tell_apart() adds more(holder) to each name that another shown holder's still reads as.
   auto tell_apart = [&](auto&& more) {
     std::vector<std::string> told = names;
     for (size_t i = 0; i < shown; ++i) {

@@ -328,8 +328,6 @@ std::string part_frame_text(const SymbolizedFrame& frame, size_t width) {
 
 }  // namespace
 
-
-// Parts share the group's frames and often more (one handler reached from three transports).
 std::vector<std::string> part_labels(const std::vector<std::vector<SymbolizedFrame>>& stacks, size_t width) {
   size_t count = stacks.size();
   auto name_at = [&](size_t part, size_t depth) { return frame_name(stacks[part][depth], 1000); };

@@ -68,9 +68,11 @@ std::string frame_text(const SymbolizedFrame& frame, size_t width = 1000);
 // part_labels() says how each of a group's shown parts (its folded stack, innermost first) is told
 // from the others, in at most `width` columns: by its innermost frame (`at parse (p.c:3)`) when no
 // other part has that one, else by the frame past what it shares with the part most like it
-// (`via serve_grpc (server.c:27)`). Where those do not tell every part from every other as
-// printed (two levels of callers differ, a recursion's frames repeat, names are cut to fit), every
-// part is named by its innermost frame.
+// (`via serve_grpc (server.c:27)`: parts share the group's frames and often more, one handler
+// reached from three transports), a function on its path alone. Where a part cannot be named so
+// (a recursion's frames repeat; another part passes through that function too, on a path of one
+// more frame or a second level of callers) or the names would read alike as printed, every part is
+// named by its innermost frame.
 std::vector<std::string> part_labels(const std::vector<std::vector<SymbolizedFrame>>& stacks, size_t width);
 
 // owners_text() is "threads: a (tid 1) 2 MiB, ... · tasks: request 2 MiB".
