@@ -247,8 +247,17 @@ std::string shorten(const std::string& function, size_t width, bool keep_ellipsi
   if (name.size() <= width) return name;
   // A marker frame's name says first what it stands for ("[import; frames in between left out
   // ..."); a function's says last which one it is ("...::Parser::parse").
-  if (name.front() == '[') return name.substr(0, width > 1 ? width - 1 : width) + "…";
-  return "…" + name.substr(name.size() - (width > 1 ? width - 1 : width));
+  // Cut between characters, not inside one (a UTF-8 continuation byte is 10xxxxxx).
+  auto inside_character = [&](size_t at) { return at < name.size() && (static_cast<unsigned char>(name[at]) & 0xc0) == 0x80; };
+  size_t kept = width > 1 ? width - 1 : width;
+  if (name.front() == '[') {
+    size_t end = kept;
+    while (end > 0 && inside_character(end)) --end;
+    return name.substr(0, end) + "…";
+  }
+  size_t begin = name.size() - kept;
+  while (inside_character(begin)) ++begin;
+  return "…" + name.substr(begin);
 }
 
 }  // namespace
@@ -326,6 +335,28 @@ std::string part_frame_text(const SymbolizedFrame& frame, size_t width) {
   return function_text(frame, width > where.size() ? width - where.size() : 1) + where;
 }
 
+// same_code_name() is a native frame's function as its copies share it: without the suffix the
+// compiler gives a specialized copy (`handle.constprop.0`), and without what encloses it, which an
+// inlined copy's name may lack (a lambda's `operator()`). Two frames of one name may still be two
+// functions: this only errs towards calling them alike.
+std::string same_code_name(const SymbolizedFrame& frame) {
+  std::string name = function_text(frame, 1000);
+  if (!frame.language.empty()) return name;  // an interpreted function's qualified name is its own
+  int depth = 0;
+  size_t last = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (c == '<' || c == '(' || c == '{' || c == '[') ++depth;
+    if (c == '>' || c == ')' || c == '}' || c == ']') --depth;
+    if (depth == 0 && c == ':' && i + 1 < name.size() && name[i + 1] == ':') last = i + 2;
+    if (depth == 0 && c == '.') {
+      name.resize(i);
+      break;
+    }
+  }
+  return name.substr(std::min(last, name.size()));
+}
+
 }  // namespace
 
 std::vector<std::string> part_labels(const std::vector<std::vector<SymbolizedFrame>>& stacks, size_t width) {
@@ -359,15 +390,15 @@ std::vector<std::string> part_labels(const std::vector<std::vector<SymbolizedFra
     // nor one another part it is told from passes through too (a path of one more frame; a second
     // level of callers). Only the parts that part from it there may have the function there, at
     // another line (one switch calling the same handler from each case).
-    std::string function = function_text(stacks[i][depth], 1000);
+    std::string function = same_code_name(stacks[i][depth]);
     for (size_t inner = 0; inner < depth; ++inner) {
-      if (function_text(stacks[i][inner], 1000) == function) return at;
+      if (same_code_name(stacks[i][inner]) == function) return at;
     }
     for (size_t other = 0; other < count; ++other) {
       if (other == i || at[other] != at[i]) continue;
       bool parts_there = shared_depth(i, other) == depth;
       for (size_t d = 0; d < stacks[other].size(); ++d) {
-        if (function_text(stacks[other][d], 1000) == function && !(parts_there && d == depth)) return at;
+        if (same_code_name(stacks[other][d]) == function && !(parts_there && d == depth)) return at;
       }
     }
     labels[i] = "via " + part_frame_text(stacks[i][depth], width - 4);

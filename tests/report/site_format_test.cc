@@ -116,6 +116,26 @@ TEST(PartLabels, PartsThatPartAtOneFunctionsLinesAreNamedByThem) {
                                                               "via onboard (server.c:19)"}));
 }
 
+// The other part passes through the same function under another name: a copy the compiler
+// specialized, or a lambda inlined into its caller, named without what encloses it.
+TEST(PartLabels, AFunctionsCopiesAreOneFunction) {
+  EXPECT_EQ(part_labels({stack_of({"row_put", "persist", "handle.constprop.0", "serve_http"}),
+                         stack_of({"row_put", "persist", "audit_then_persist", "handle", "serve_grpc"})},
+                        60),
+            std::vector<std::string>(2, "at row_put (server.c:10)"));
+  EXPECT_EQ(part_labels({stack_of({"row_put", "persist", "handle_order::{lambda(Req const&)#1}::operator()", "serve_http"}),
+                         stack_of({"row_put", "persist", "audit_then_persist", "operator()", "serve_grpc"})},
+                        60),
+            std::vector<std::string>(2, "at row_put (server.c:10)"));
+}
+
+TEST(FrameName, ANameCutToFitIsCutBetweenCharacters) {
+  SymbolizedFrame frame;
+  frame.function = "处理客户的订单请求";  // three bytes a character
+  std::string cut = function_text(frame, 11);
+  EXPECT_EQ(cut, "…单请求") << cut;  // 10 bytes kept would begin inside 订
+}
+
 TEST(FrameName, ACallOperatorKeepsItsParentheses) {
   SymbolizedFrame frame;
   frame.function = "main::{lambda(Request const&)#1}::operator()";
