@@ -457,14 +457,17 @@ std::string peak_holders_text(const RunAnalysis& analysis, const PeakReport& pea
     }
     names = std::move(told);
   };
+  auto caller_of = [&](const PeakReport::Holder& holder) {
+    return holder.group != SIZE_MAX ? analysis.groups[holder.group].caller_frame : nullptr;
+  };
   tell_apart([&](const PeakReport::Holder& holder) -> std::string {
-    const SymbolizedFrame* caller = holder.group != SIZE_MAX ? analysis.groups[holder.group].caller_frame : nullptr;
+    const SymbolizedFrame* caller = caller_of(holder);
     return caller != nullptr ? " from " + frame_name(*caller, 40) : "";
   });
   // The module of the caller named (one source built into two plugins calls one helper), else the
   // holder's own.
   tell_apart([&](const PeakReport::Holder& holder) {
-    const SymbolizedFrame* caller = holder.group != SIZE_MAX ? analysis.groups[holder.group].caller_frame : nullptr;
+    const SymbolizedFrame* caller = caller_of(holder);
     return " in " + module_base_name((caller != nullptr ? caller : holder.frame)->module);
   });
   std::string holders;
@@ -600,10 +603,11 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
     }
     out += wrap(counts_text(analysis, group), "   ");
     out += wrap(owners_of_group(analysis, group), "   ");
+    // The largest part's stack first, which the leak's stack lines show too.
+    std::vector<std::vector<SymbolizedFrame>> stacks{folder.fold(symbolizer.stack(analysis.stack_of(analysis.sites[group.parts[0]])))};
     if (size_t sites = group_site_count(group); sites > 1) {
       size_t shown = std::min(group.parts.size(), kPartsShown);
-      std::vector<std::vector<SymbolizedFrame>> stacks;
-      for (size_t i = 0; i < shown; ++i) {
+      for (size_t i = 1; i < shown; ++i) {
         stacks.push_back(folder.fold(symbolizer.stack(analysis.stack_of(analysis.sites[group.parts[i]]))));
       }
       // A part judged otherwise on its own says so (a cache's bucket array growing in its first
@@ -632,7 +636,7 @@ std::string report_text(const RunAnalysis& analysis, const ReportOptions& option
       if (sites > shown) out += fmt::format("          and {} more site{}\n", sites - shown, sites - shown == 1 ? "" : "s");
       out += "   stack of the largest part:\n";
     }
-    const auto frames = folder.fold(symbolizer.stack(analysis.stack_of(analysis.sites[group.parts[0]])));
+    const std::vector<SymbolizedFrame>& frames = stacks[0];
     for (size_t i = 0; i < frames.size() && static_cast<int>(i) < leak_frames; ++i) {
       out += fmt::format("   {} {}\n", i == 0 ? "at" : "by", frame_text(frames[i], kWidth - 6));
     }

@@ -361,10 +361,17 @@ std::string same_code_name(const SymbolizedFrame& frame) {
 
 std::vector<std::string> part_labels(const std::vector<std::vector<SymbolizedFrame>>& stacks, size_t width) {
   size_t count = stacks.size();
-  auto name_at = [&](size_t part, size_t depth) { return frame_name(stacks[part][depth], 1000); };
+  // Each frame's name as printed, and its function as its copies share it, made once.
+  std::vector<std::vector<std::string>> names(count), functions(count);
+  for (size_t i = 0; i < count; ++i) {
+    for (const SymbolizedFrame& frame : stacks[i]) {
+      names[i].push_back(frame_name(frame, 1000));
+      functions[i].push_back(same_code_name(frame));
+    }
+  }
   auto shared_depth = [&](size_t a, size_t b) {
     size_t depth = 0;
-    while (depth < stacks[a].size() && depth < stacks[b].size() && name_at(a, depth) == name_at(b, depth)) ++depth;
+    while (depth < names[a].size() && depth < names[b].size() && names[a][depth] == names[b][depth]) ++depth;
     return depth;
   };
   auto all_differ = [](const std::vector<std::string>& texts) {
@@ -390,15 +397,13 @@ std::vector<std::string> part_labels(const std::vector<std::vector<SymbolizedFra
     // nor one another part it is told from passes through too (a path of one more frame; a second
     // level of callers). Only the parts that part from it there may have the function there, at
     // another line (one switch calling the same handler from each case).
-    std::string function = same_code_name(stacks[i][depth]);
-    for (size_t inner = 0; inner < depth; ++inner) {
-      if (same_code_name(stacks[i][inner]) == function) return at;
-    }
+    const std::string& function = functions[i][depth];
+    if (std::find(functions[i].begin(), functions[i].begin() + depth, function) != functions[i].begin() + depth) return at;
     for (size_t other = 0; other < count; ++other) {
       if (other == i || at[other] != at[i]) continue;
       bool parts_there = shared_depth(i, other) == depth;
-      for (size_t d = 0; d < stacks[other].size(); ++d) {
-        if (same_code_name(stacks[other][d]) == function && !(parts_there && d == depth)) return at;
+      for (size_t d = 0; d < functions[other].size(); ++d) {
+        if (functions[other][d] == function && !(parts_there && d == depth)) return at;
       }
     }
     labels[i] = "via " + part_frame_text(stacks[i][depth], width - 4);
