@@ -46,6 +46,11 @@ struct StackRequest {
 // interpreted callers) after the marker. Called in the record step.
 int interpreter_capture_stack(ThreadState* thread, const StackRequest& request, uintptr_t* frames);
 
+// interpreter_top_frame() is the address of the innermost interpreted frame on the calling thread
+// (the first that interpreter_capture_stack() reads), or 0 when it runs none. Signal-safe;
+// allocates nothing.
+uintptr_t interpreter_top_frame();
+
 // One entry of the interpreted-code table: what a tagged frame's code id names.
 struct InterpretedCode {
   uint32_t language;      // stream_format.h, kLanguage*

@@ -16,6 +16,7 @@
 #include "core/stack_capture.h"
 #include "core/stack_depot.h"
 #include "core/startup_phase.h"
+#include "core/startup_stack_memo.h"
 #include "core/stream_format.h"
 #include "core/thread_registry.h"
 #include "core/triple_registry.h"
@@ -79,10 +80,15 @@ StackId budgeted_stack(const uintptr_t* frames, int depth, BudgetStage stage) {
 // native_startup_stack() captures the stack of a thread that runs no interpreted code. A start-up
 // stack before main is unwound only as deep as it is kept; one inside dlopen is unwound whole, to
 // keep after its marker the program's frames that called dlopen (outward of leakscope's own hook).
-int native_startup_stack(ThreadState* thread, const StackRequest& request, uintptr_t* frames) {
+// `*by_caller` tells whether the stack is its innermost frames and what the start-up scope fixes
+// (startup_stack_memo.h): not when the unwind missed the dlopen hook or was cut at the depth, where
+// each path from the caller would have callers of its own.
+int native_startup_stack(ThreadState* thread, const StackRequest& request, uintptr_t* frames, bool* by_caller) {
+  *by_caller = false;
   if (request.startup_marker == 0) return stack_capture(thread, frames, g_depth);
   if (request.startup_marker == kBeforeMainFrame) {
     int depth = stack_capture(thread, frames, g_startup_depth);
+    *by_caller = true;
     return startup_stack_cut(frames, depth, depth, kBeforeMainFrame, depth, depth, g_depth);
   }
   int depth = stack_capture(thread, frames, g_depth);
@@ -93,6 +99,7 @@ int native_startup_stack(ThreadState* thread, const StackRequest& request, uintp
     while (callers < depth && stack_capture_is_own_code(frames[callers])) ++callers;
     break;
   }
+  *by_caller = callers < depth && depth < g_depth;
   int kept = g_startup_depth < depth ? g_startup_depth : depth;
   return startup_stack_cut(frames, depth, kept, request.startup_marker, callers > kept ? callers : kept, depth, g_depth);
 }
@@ -105,12 +112,15 @@ constexpr size_t kQueuedBelowBytes = 64 * 1024;
 // so that a recorder call on a small signal stack never reserves it. A block of
 // kStartupWholeStackBytes or more keeps its whole stack even during start-up (such blocks are
 // few, and they are the weights and tables a reader wants named).
-LS_NOINLINE StackId captured_stack(ThreadState* thread, size_t size, DriverFrames driver_frames = nullptr) {
+// `*by_caller` is as native_startup_stack() says; an interpreted start-up stack is always so (its
+// interpreted part is read from frames the scope keeps suspended).
+LS_NOINLINE StackId captured_stack(ThreadState* thread, size_t size, DriverFrames driver_frames, bool* by_caller) {
   uintptr_t frames[kMaxStackDepth];
   bool cut = g_startup_depth != 0 && size < kStartupWholeStackBytes;
   StackRequest request{g_depth, cut ? g_startup_depth : 0, cut ? startup_phase_marker() : 0};
   int depth = interpreter_capture_stack(thread, request, frames);
-  if (depth < 0) depth = native_startup_stack(thread, request, frames);
+  *by_caller = depth >= 0;
+  if (depth < 0) depth = native_startup_stack(thread, request, frames, by_caller);
   if (driver_frames != nullptr && depth > 1) {
     int inside = driver_frames(frames, depth);
     if (inside > 0 && inside < depth) {
@@ -121,6 +131,22 @@ LS_NOINLINE StackId captured_stack(ThreadState* thread, size_t size, DriverFrame
   BudgetStage stage = memory_budget_stage();
   if (LS_LIKELY(stage == BudgetStage::kWithin)) return depot_intern(frames, depth);
   return budgeted_stack(frames, depth, stage);
+}
+
+// startup_stack_memoized() tells whether the triple of this allocation may be memoized by its
+// caller (startup_stack_memo.h), and fills its key: a start-up allocation whose stack keeps its
+// innermost frame only, while the interpreted frame that was innermost as its scope began still is
+// (no interpreted code runs from a static initializer, nor is one memoized that does).
+bool startup_stack_memoized(ThreadState* thread, Domain domain, size_t size, DriverFrames driver_frames,
+                            StartupStackKey* key) {
+  StartupScope scope = startup_phase_scope();
+  if (scope.id == 0 || g_startup_depth != 1 || size >= kStartupWholeStackBytes || driver_frames != nullptr ||
+      leakscope_tls_hook_caller == 0 || memory_budget_stage() != BudgetStage::kWithin ||
+      interpreter_top_frame() != scope.interpreter_frame) {
+    return false;
+  }
+  *key = StartupStackKey{scope.id, leakscope_tls_hook_caller, thread_current_task(thread), domain};
+  return true;
 }
 
 // current_triple() captures the caller's stack and returns its triple, or nullptr. On an
@@ -135,7 +161,15 @@ TripleEntry* current_triple(Domain domain, ThreadState* thread, size_t size, Dri
     uintptr_t marker = kSmallSignalStackFrame;
     return triple_for(thread, domain, depot_intern(&marker, 1));
   }
-  return triple_for(thread, domain, captured_stack(thread, size, driver_frames));
+  StartupStackKey key;
+  bool memoized = startup_stack_memoized(thread, domain, size, driver_frames, &key);
+  if (memoized) {
+    if (TripleEntry* known = startup_stack_memo_find(thread, key)) return known;
+  }
+  bool by_caller;
+  TripleEntry* triple = triple_for(thread, domain, captured_stack(thread, size, driver_frames, &by_caller));
+  if (memoized && by_caller && triple != nullptr) startup_stack_memo_keep(thread, key, triple);
+  return triple;
 }
 
 void count_freed(const AllocRecord& record, Epoch now) {

@@ -12,6 +12,15 @@ namespace {
 constinit std::atomic<bool> g_before_main{true};
 __thread int t_library_loads __attribute__((tls_model("initial-exec"))) = 0;
 
+constexpr uint32_t kBeforeMainScope = 1;
+constinit std::atomic<uint32_t> g_last_scope{kBeforeMainScope};
+// The scope of the load this thread is in (id 0 outside one).
+__thread StartupScope t_load_scope __attribute__((tls_model("initial-exec"))) = {0, 0};
+
+StartupScope new_load_scope(uintptr_t interpreter_frame) {
+  return StartupScope{g_last_scope.fetch_add(1, std::memory_order_relaxed) + 1, interpreter_frame};
+}
+
 }  // namespace
 
 uint64_t startup_phase_marker() {
@@ -34,8 +43,19 @@ void startup_phase_main_begins() { g_before_main.store(false, std::memory_order_
 
 void startup_phase_second_thread() { g_before_main.store(false, std::memory_order_relaxed); }
 
-void startup_phase_library_load_begins() { ++t_library_loads; }
+void startup_phase_library_load_begins(uintptr_t interpreter_frame) {
+  ++t_library_loads;
+  t_load_scope = new_load_scope(interpreter_frame);
+}
 
-void startup_phase_library_load_ends() { --t_library_loads; }
+void startup_phase_library_load_ends(uintptr_t interpreter_frame) {
+  // An outer load goes on where the code the inner one ran from is no longer suspended.
+  t_load_scope = --t_library_loads > 0 ? new_load_scope(interpreter_frame) : StartupScope{0, 0};
+}
+
+StartupScope startup_phase_scope() {
+  if (t_library_loads > 0) return t_load_scope;
+  return g_before_main.load(std::memory_order_relaxed) ? StartupScope{kBeforeMainScope, 0} : StartupScope{0, 0};
+}
 
 }  // namespace leakscope::internal

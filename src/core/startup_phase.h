@@ -32,9 +32,24 @@ void startup_phase_main_begins();
 void startup_phase_second_thread();
 
 // startup_phase_library_load_begins() and _ends() bracket a dlopen on the calling thread
-// (nested when an initializer itself calls dlopen).
-void startup_phase_library_load_begins();
-void startup_phase_library_load_ends();
+// (nested when an initializer itself calls dlopen); each is given the thread's innermost
+// interpreted frame then (interpreter_top_frame(), interpreter.h).
+void startup_phase_library_load_begins(uintptr_t interpreter_frame);
+void startup_phase_library_load_ends(uintptr_t interpreter_frame);
+
+// What the calling thread is starting up, for as long as what a start-up stack keeps beyond its
+// innermost frames stays the same: the code that started it, suspended meanwhile. Before main
+// there is none; inside a library load it is the code that called dlopen (native frames, and the
+// interpreted ones of `interpreter_frame`, the innermost interpreted frame when the load began,
+// while it is still the innermost).
+struct StartupScope {
+  uint32_t id;  // 0: not starting up; else one id before main, and one per load (a nested one, and
+                // what is left of its outer load after it, each their own), never reused
+  uintptr_t interpreter_frame;
+};
+
+// startup_phase_scope() is the calling thread's scope. Lock-free, signal-safe.
+StartupScope startup_phase_scope();
 
 }  // namespace leakscope::internal
 

@@ -113,7 +113,9 @@ LS_NOINLINE ThreadState* thread_register() {
   }
   if (fresh != nullptr) internal_free(fresh, sizeof(ThreadState));  // a slot was released meanwhile
   if (state == nullptr) return nullptr;  // every slot is taken
+  StartupStackMemoSlot* startup_memo = state->startup_memo;
   memset(state, 0, sizeof(ThreadState));  // what a slot's last thread left is not this one's
+  state->startup_memo = startup_memo;     // its keys name scopes of the last thread's, never this one's
   state->slot = static_cast<ThreadSlot>(slot);
   state->incarnation = incarnation;
   state->tid = tid;

@@ -22,6 +22,7 @@
 namespace leakscope::internal {
 
 struct TripleEntry;
+struct StartupStackMemoSlot;
 
 constexpr int kMaxTaskDepth = 16;
 constexpr int kTripleCacheSlots = 64;
@@ -58,6 +59,9 @@ struct ThreadState {
   // (python_arena_hooks_install()).
   uintptr_t stack_marker;
   TripleCacheSlot triple_cache[kTripleCacheSlots];
+  // The triples of this thread's start-up allocations by caller (startup_stack_memo.h); mapped at
+  // its first, and handed on with the slot.
+  StartupStackMemoSlot* startup_memo;
   // The block this thread's last recorder_alloc() recorded (recorder_last_alloc()); kept here, not
   // in a thread-local, as the leak check scans threads' static TLS for pointers to blocks.
   uintptr_t last_alloc;

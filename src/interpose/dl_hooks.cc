@@ -41,9 +41,9 @@ void* handle_dlopen(const char* file, int mode) {
       sys::write_stderr("leakscope: note: RTLD_DEEPBIND dropped from dlopen so that the library's allocations stay visible\n");
     }
   }
-  startup_phase_library_load_begins();
+  startup_phase_library_load_begins(interpreter_top_frame());
   void* handle = g_real.dlopen(file, mode);
-  startup_phase_library_load_ends();
+  startup_phase_library_load_ends(interpreter_top_frame());
   if (handle != nullptr) {
     real_functions_count_library_load();
     refresh_modules(handle);

@@ -151,6 +151,12 @@ enum class WalkScope {
   kInnermostAndImportCallers,     // those, after the innermost frame read
 };
 
+// innermost_frame() is the frame that `tstate` runs now, or 0.
+uintptr_t innermost_frame(const PythonLayout& layout, uintptr_t tstate) {
+  uintptr_t frame = layout.tstate_cframe != 0 ? read_field<uintptr_t>(tstate, layout.tstate_cframe) : tstate;
+  return frame != 0 ? read_field<uintptr_t>(frame, layout.top_frame) : 0;
+}
+
 // walk() reads this thread's Python frames into `stack`. Without the GIL too: only this thread
 // changes its own frame chain, and each frame holds its code object alive.
 void walk(PythonStack* stack, WalkScope scope) {
@@ -158,9 +164,8 @@ void walk(PythonStack* stack, WalkScope scope) {
   const PythonLayout& layout = w.layout;
   uintptr_t tstate = thread_state(w, &stack->own);
   if (tstate == 0) return;
-  uintptr_t frame = layout.tstate_cframe != 0 ? read_field<uintptr_t>(tstate, layout.tstate_cframe) : tstate;
+  uintptr_t frame = innermost_frame(layout, tstate);
   if (frame == 0) return;
-  frame = read_field<uintptr_t>(frame, layout.top_frame);
   bool skip = scope != WalkScope::kWhole && t_import_hint.frame != 0;
   uintptr_t hinted = 0;
   int hinted_from = 0;  // the index of the first frame read from the hinted frame out
@@ -336,6 +341,14 @@ bool python_frames_attach(void* scope, int minor, const uint8_t* runtime) {
   g_walker = walker;
   g_active.store(true, std::memory_order_release);
   return true;
+}
+
+uintptr_t interpreter_top_frame() {
+  if (!g_active.load(std::memory_order_acquire)) return 0;
+  const PythonLayout& layout = g_walker.layout;
+  bool own;
+  uintptr_t tstate = thread_state(g_walker, &own);
+  return tstate != 0 ? innermost_frame(layout, tstate) : 0;
 }
 
 int interpreter_capture_stack(ThreadState* thread, const StackRequest& request, uintptr_t* frames) {

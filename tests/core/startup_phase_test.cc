@@ -35,15 +35,35 @@ TEST(StartupStackCut, NeverExceedsTheDepthAndDropsTheOutermostFirst) {
 
 TEST(StartupPhase, DlopenNestsAndOutranksBeforeMain) {
   uint64_t outside = startup_phase_marker();
-  startup_phase_library_load_begins();
-  startup_phase_library_load_begins();  // an initializer that loads another library
+  StartupScope before_main = startup_phase_scope();
+  EXPECT_NE(before_main.id, 0u);
+  startup_phase_library_load_begins(0x1000);
+  StartupScope load = startup_phase_scope();
+  startup_phase_library_load_begins(0x1000);  // an initializer that loads another library
+  StartupScope nested = startup_phase_scope();
   EXPECT_EQ(startup_phase_marker(), kLibraryLoadFrame);
-  startup_phase_library_load_ends();
+  startup_phase_library_load_ends(0x1000);
+  StartupScope resumed = startup_phase_scope();
   EXPECT_EQ(startup_phase_marker(), kLibraryLoadFrame);
-  startup_phase_library_load_ends();
+  startup_phase_library_load_ends(0x1000);
   EXPECT_EQ(startup_phase_marker(), outside);
+  EXPECT_EQ(startup_phase_scope().id, before_main.id);
+  // Each load is a scope of its own, and so is what is left of the outer one after a nested one:
+  // what its stacks keep past the innermost frame differs in each.
+  EXPECT_NE(load.id, before_main.id);
+  EXPECT_NE(nested.id, load.id);
+  EXPECT_NE(resumed.id, load.id);
+  EXPECT_NE(resumed.id, nested.id);
+  EXPECT_EQ(load.interpreter_frame, 0x1000u);
   startup_phase_main_begins();
   EXPECT_EQ(startup_phase_marker(), 0u);
+  EXPECT_EQ(startup_phase_scope().id, 0u);
+  startup_phase_library_load_begins(0);
+  StartupScope after_main = startup_phase_scope();
+  startup_phase_library_load_ends(0);
+  EXPECT_NE(after_main.id, 0u);
+  EXPECT_NE(after_main.id, load.id);
+  EXPECT_EQ(startup_phase_scope().id, 0u);
 }
 
 }  // namespace

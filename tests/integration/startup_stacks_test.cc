@@ -4,6 +4,11 @@
 // counted, larger blocks keep their whole stacks, and startup_depth=0 keeps them all whole.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "harness.h"
 
 namespace leakscope::testing {
@@ -174,6 +179,64 @@ TEST(StartupStacks, StartupDepthZeroKeepsEveryRegistrationsStackWhole) {
   ASSERT_EQ(diff.exit_code, 0) << diff.err;
   EXPECT_NE(diff.out.find("note: start-up stacks are cut to 1 frame before and whole after (startup_depth)"),
             std::string::npos) << diff.out;
+}
+
+// One helper allocating in every start-up scope: each scope's blocks are counted at the stack that
+// scope gives them (the code that started it after the marker), however many blocks came from the
+// same caller in another scope before.
+TEST(StartupStacks, OneHelperInEveryStartUpScopeIsCountedAtEachScopesOwnStack) {
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", fixture("load_scopes"), fixture("libfixture_scope_outer.so"),
+                           fixture("libfixture_scope_inner.so"), fixture("libfixture_scope_other.so")});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "loaded\n");
+  nlohmann::json state = dump(file, {"--top", "100000"});
+  std::map<std::string, std::pair<int64_t, int64_t>> scopes;  // by what follows the marker: blocks, bytes
+  for (const auto& site : sites_from(state, "keep_block")) {
+    ASSERT_GE(site["frames"].size(), 2u) << site["frames"].dump(1);
+    std::string after_marker = site["frames"].size() > 2 ? function_of(site["frames"][2]) : "";
+    std::string scope = function_of(site["frames"][1]).substr(0, 12) + " " + after_marker;
+    EXPECT_EQ(scopes.count(scope), 0u) << scope << ": one site a scope";
+    scopes[scope] = {site["live_blocks"].get<int64_t>(), site["live_bytes"].get<int64_t>()};
+  }
+  using Counted = std::pair<int64_t, int64_t>;
+  EXPECT_EQ(scopes, (std::map<std::string, Counted>{
+                        {"[before main ", {10, 160}},
+                        // The outer plugin's blocks, before and after the load its initializer made.
+                        {"[in dlopen;  load_outer", {50, 1200}},
+                        {"[in dlopen;  register_outer_blocks", {40, 1600}},
+                        {"[in dlopen;  load_other", {50, 2800}},
+                    }));
+}
+
+// Python code run by a library's initializer as it loads: each line's blocks are its own, though
+// the same C function of the interpreter allocates them all.
+TEST(StartupStacks, PythonRunFromALibrarysInitializerKeepsEachLinesBlocks) {
+  std::string file = scratch_dir() + "/run.lsc";
+  Outcome run = leakscope({"run", "-o", file, "--", "/usr/bin/python3", "-c",
+                           "import ctypes\nctypes.CDLL('" + fixture("libfixture_python_in_initializer.so") +
+                               "')\nprint(len(kept_small), len(kept_large))"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "50 30\n");
+  nlohmann::json state = dump(file, {"--top", "100000"});
+  std::map<int64_t, int64_t> bytes_by_line;  // of the code the initializer ran (<string>)
+  std::map<int64_t, int64_t> blocks_by_line;
+  for (const auto& site : state["sites"]) {
+    for (const auto& frame : site["frames"]) {
+      if (frame["language"] != "python" || frame["file"] != "<string>" || frame["function"] != "<listcomp>") continue;
+      bytes_by_line[frame["line"].get<int64_t>()] += site["live_bytes"].get<int64_t>();
+      blocks_by_line[frame["line"].get<int64_t>()] += site["live_blocks"].get<int64_t>();
+      break;
+    }
+  }
+  // Each buffer (its size and a byte more) and its bytearray object, and the list that keeps them.
+  ASSERT_EQ(bytes_by_line.size(), 2u) << state["sites"].dump().substr(0, 3000);
+  EXPECT_EQ(blocks_by_line[1], 50 * 2 + 1);
+  EXPECT_EQ(blocks_by_line[2], 30 * 2 + 1);
+  EXPECT_GE(bytes_by_line[1], 50 * 1001);
+  EXPECT_LT(bytes_by_line[1], 50 * 1001 + 50 * 100);
+  EXPECT_GE(bytes_by_line[2], 30 * 3001);
+  EXPECT_LT(bytes_by_line[2], 30 * 3001 + 30 * 100);
 }
 
 }  // namespace
