@@ -80,15 +80,10 @@ StackId budgeted_stack(const uintptr_t* frames, int depth, BudgetStage stage) {
 // native_startup_stack() captures the stack of a thread that runs no interpreted code. A start-up
 // stack before main is unwound only as deep as it is kept; one inside dlopen is unwound whole, to
 // keep after its marker the program's frames that called dlopen (outward of leakscope's own hook).
-// `*by_caller` tells whether the stack is its innermost frames and what the start-up scope fixes
-// (startup_stack_memo.h): not when the unwind missed the dlopen hook or was cut at the depth, where
-// each path from the caller would have callers of its own.
-int native_startup_stack(ThreadState* thread, const StackRequest& request, uintptr_t* frames, bool* by_caller) {
-  *by_caller = false;
+int native_startup_stack(ThreadState* thread, const StackRequest& request, uintptr_t* frames) {
   if (request.startup_marker == 0) return stack_capture(thread, frames, g_depth);
   if (request.startup_marker == kBeforeMainFrame) {
     int depth = stack_capture(thread, frames, g_startup_depth);
-    *by_caller = true;
     return startup_stack_cut(frames, depth, depth, kBeforeMainFrame, depth, depth, g_depth);
   }
   int depth = stack_capture(thread, frames, g_depth);
@@ -99,7 +94,6 @@ int native_startup_stack(ThreadState* thread, const StackRequest& request, uintp
     while (callers < depth && stack_capture_is_own_code(frames[callers])) ++callers;
     break;
   }
-  *by_caller = callers < depth && depth < g_depth;
   int kept = g_startup_depth < depth ? g_startup_depth : depth;
   return startup_stack_cut(frames, depth, kept, request.startup_marker, callers > kept ? callers : kept, depth, g_depth);
 }
@@ -113,15 +107,18 @@ constexpr size_t kKnockFromBytes = 64 * 1024;
 // so that a recorder call on a small signal stack never reserves it. A block of
 // kStartupWholeStackBytes or more keeps its whole stack even during start-up (such blocks are
 // few, and they are the weights and tables a reader wants named).
-// `*by_caller` is as native_startup_stack() says; an interpreted start-up stack is always so (its
-// interpreted part is read from frames the scope keeps suspended).
+// `*by_caller` tells whether, within a start-up scope (startup_stack_memo.h), the stack is one its
+// innermost frame names alone: an interpreted one (its interpreted part is read from frames the
+// scope keeps suspended), or a native one before main (nothing past the marker); not a native one
+// inside a load, whose unwind may stop short of the code that called dlopen on one path and not
+// on another.
 LS_NOINLINE StackId captured_stack(ThreadState* thread, size_t size, DriverFrames driver_frames, bool* by_caller) {
   uintptr_t frames[kMaxStackDepth];
   bool cut = g_startup_depth != 0 && size < kStartupWholeStackBytes;
   StackRequest request{g_depth, cut ? g_startup_depth : 0, cut ? startup_phase_marker() : 0};
   int depth = interpreter_capture_stack(thread, request, frames);
-  *by_caller = depth >= 0;
-  if (depth < 0) depth = native_startup_stack(thread, request, frames, by_caller);
+  *by_caller = depth >= 0 || request.startup_marker == kBeforeMainFrame;
+  if (depth < 0) depth = native_startup_stack(thread, request, frames);
   if (driver_frames != nullptr && depth > 1) {
     int inside = driver_frames(frames, depth);
     if (inside > 0 && inside < depth) {
@@ -136,7 +133,7 @@ LS_NOINLINE StackId captured_stack(ThreadState* thread, size_t size, DriverFrame
 
 // startup_stack_memoized() tells whether the triple of this allocation may be memoized by its
 // caller (startup_stack_memo.h), and fills its key: a start-up allocation whose stack keeps its
-// innermost frame only, while the interpreted frame that was innermost as its scope began still is
+// innermost frame only, in a scope (startup_phase.h) whose interpreted frame is still the innermost
 // (no interpreted code runs from a static initializer, nor is one memoized that does).
 bool startup_stack_memoized(ThreadState* thread, Domain domain, size_t size, DriverFrames driver_frames,
                             StartupStackKey* key) {

@@ -14,11 +14,19 @@ __thread int t_library_loads __attribute__((tls_model("initial-exec"))) = 0;
 
 constexpr uint32_t kBeforeMainScope = 1;
 constinit std::atomic<uint32_t> g_last_scope{kBeforeMainScope};
-// The scope of the load this thread is in (id 0 outside one).
+// The innermost interpreted frame as each load this thread is in began, outermost load first (0:
+// none, or more loads nested than kept), and the scope of the innermost load.
+constexpr int kKeptLoads = 16;
+__thread uintptr_t t_load_frames[kKeptLoads] __attribute__((tls_model("initial-exec")));
 __thread StartupScope t_load_scope __attribute__((tls_model("initial-exec"))) = {0, 0};
 
-StartupScope new_load_scope(uintptr_t interpreter_frame) {
-  return StartupScope{g_last_scope.fetch_add(1, std::memory_order_relaxed) + 1, interpreter_frame};
+// A load's stacks are named by their caller alone while interpreted frames name the code that
+// called dlopen: native frames would have to be unwound to, and a path too deep (or on another
+// stack, a coroutine's) does not reach them.
+StartupScope load_scope(int load) {
+  uintptr_t frame = load < kKeptLoads ? t_load_frames[load] : 0;
+  if (frame == 0) return StartupScope{0, 0};
+  return StartupScope{g_last_scope.fetch_add(1, std::memory_order_relaxed) + 1, frame};
 }
 
 }  // namespace
@@ -44,13 +52,14 @@ void startup_phase_main_begins() { g_before_main.store(false, std::memory_order_
 void startup_phase_second_thread() { g_before_main.store(false, std::memory_order_relaxed); }
 
 void startup_phase_library_load_begins(uintptr_t interpreter_frame) {
-  ++t_library_loads;
-  t_load_scope = new_load_scope(interpreter_frame);
+  if (t_library_loads < kKeptLoads) t_load_frames[t_library_loads] = interpreter_frame;
+  t_load_scope = load_scope(t_library_loads++);
 }
 
-void startup_phase_library_load_ends(uintptr_t interpreter_frame) {
-  // An outer load goes on where the code the inner one ran from is no longer suspended.
-  t_load_scope = --t_library_loads > 0 ? new_load_scope(interpreter_frame) : StartupScope{0, 0};
+void startup_phase_library_load_ends() {
+  // An outer load goes on as a scope of its own, named by the frame it began under: code it ran
+  // since (an initializer that runs Python code) is not suspended in it.
+  t_load_scope = --t_library_loads > 0 ? load_scope(t_library_loads - 1) : StartupScope{0, 0};
 }
 
 StartupScope startup_phase_scope() {

@@ -32,19 +32,21 @@ void startup_phase_main_begins();
 void startup_phase_second_thread();
 
 // startup_phase_library_load_begins() and _ends() bracket a dlopen on the calling thread
-// (nested when an initializer itself calls dlopen); each is given the thread's innermost
+// (nested when an initializer itself calls dlopen); begins() is given the thread's innermost
 // interpreted frame then (interpreter_top_frame(), interpreter.h).
 void startup_phase_library_load_begins(uintptr_t interpreter_frame);
-void startup_phase_library_load_ends(uintptr_t interpreter_frame);
+void startup_phase_library_load_ends();
 
-// What the calling thread is starting up, for as long as what a start-up stack keeps beyond its
-// innermost frames stays the same: the code that started it, suspended meanwhile. Before main
-// there is none; inside a library load it is the code that called dlopen (native frames, and the
-// interpreted ones of `interpreter_frame`, the innermost interpreted frame when the load began,
-// while it is still the innermost).
+// A span of the calling thread's start-up in which a start-up stack cut to its innermost frame
+// is named by that frame alone: what the stack keeps past it, the code that started the start-up,
+// is suspended meanwhile. Before main there is nothing past it. Inside a library load there are
+// the interpreted frames that called dlopen, from `interpreter_frame` (the innermost when the load
+// began) out, for as long as it is still the innermost; a load that no interpreted code called is
+// none (the native frames past its marker are found by an unwind, which a path too deep, or on a
+// coroutine's stack, does not take there).
 struct StartupScope {
-  uint32_t id;  // 0: not starting up; else one id before main, and one per load (a nested one, and
-                // what is left of its outer load after it, each their own), never reused
+  uint32_t id;  // 0: none; else one id before main, and one per load (a nested one, and what is
+                // left of its outer load after it, each their own), never reused
   uintptr_t interpreter_frame;
 };
 

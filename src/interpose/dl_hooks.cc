@@ -43,7 +43,7 @@ void* handle_dlopen(const char* file, int mode) {
   }
   startup_phase_library_load_begins(interpreter_top_frame());
   void* handle = g_real.dlopen(file, mode);
-  startup_phase_library_load_ends(interpreter_top_frame());
+  startup_phase_library_load_ends();
   if (handle != nullptr) {
     real_functions_count_library_load();
     refresh_modules(handle);

@@ -39,31 +39,39 @@ TEST(StartupPhase, DlopenNestsAndOutranksBeforeMain) {
   EXPECT_NE(before_main.id, 0u);
   startup_phase_library_load_begins(0x1000);
   StartupScope load = startup_phase_scope();
-  startup_phase_library_load_begins(0x1000);  // an initializer that loads another library
+  startup_phase_library_load_begins(0x2000);  // an initializer that runs code that loads another
   StartupScope nested = startup_phase_scope();
   EXPECT_EQ(startup_phase_marker(), kLibraryLoadFrame);
-  startup_phase_library_load_ends(0x1000);
+  startup_phase_library_load_ends();
   StartupScope resumed = startup_phase_scope();
   EXPECT_EQ(startup_phase_marker(), kLibraryLoadFrame);
-  startup_phase_library_load_ends(0x1000);
+  startup_phase_library_load_ends();
   EXPECT_EQ(startup_phase_marker(), outside);
   EXPECT_EQ(startup_phase_scope().id, before_main.id);
   // Each load is a scope of its own, and so is what is left of the outer one after a nested one:
-  // what its stacks keep past the innermost frame differs in each.
+  // what its stacks keep past the innermost frame differs in each. The outer one goes on under the
+  // frame it began with, not the one the nested load was called from.
   EXPECT_NE(load.id, before_main.id);
   EXPECT_NE(nested.id, load.id);
   EXPECT_NE(resumed.id, load.id);
   EXPECT_NE(resumed.id, nested.id);
   EXPECT_EQ(load.interpreter_frame, 0x1000u);
+  EXPECT_EQ(nested.interpreter_frame, 0x2000u);
+  EXPECT_EQ(resumed.interpreter_frame, 0x1000u);
   startup_phase_main_begins();
   EXPECT_EQ(startup_phase_marker(), 0u);
   EXPECT_EQ(startup_phase_scope().id, 0u);
-  startup_phase_library_load_begins(0);
+  startup_phase_library_load_begins(0x1000);
   StartupScope after_main = startup_phase_scope();
-  startup_phase_library_load_ends(0);
+  startup_phase_library_load_ends();
   EXPECT_NE(after_main.id, 0u);
   EXPECT_NE(after_main.id, load.id);
   EXPECT_EQ(startup_phase_scope().id, 0u);
+  // A load no interpreted code called is no scope: the native frames past its marker are unwound to.
+  startup_phase_library_load_begins(0);
+  EXPECT_EQ(startup_phase_marker(), kLibraryLoadFrame);
+  EXPECT_EQ(startup_phase_scope().id, 0u);
+  startup_phase_library_load_ends();
 }
 
 }  // namespace

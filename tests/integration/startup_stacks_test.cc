@@ -183,11 +183,12 @@ TEST(StartupStacks, StartupDepthZeroKeepsEveryRegistrationsStackWhole) {
 
 // One helper allocating in every start-up scope: each scope's blocks are counted at the stack that
 // scope gives them (the code that started it after the marker), however many blocks came from the
-// same caller in another scope before.
+// same caller in another scope before, or in the same scope by a path too deep to unwind.
 TEST(StartupStacks, OneHelperInEveryStartUpScopeIsCountedAtEachScopesOwnStack) {
   std::string file = scratch_dir() + "/run.lsc";
   Outcome run = leakscope({"run", "-o", file, "--", fixture("load_scopes"), fixture("libfixture_scope_outer.so"),
-                           fixture("libfixture_scope_inner.so"), fixture("libfixture_scope_other.so")});
+                           fixture("libfixture_scope_inner.so"), fixture("libfixture_scope_other.so"),
+                           fixture("libfixture_scope_deep.so")});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "loaded\n");
   nlohmann::json state = dump(file, {"--top", "100000"});
@@ -206,16 +207,21 @@ TEST(StartupStacks, OneHelperInEveryStartUpScopeIsCountedAtEachScopesOwnStack) {
                         {"[in dlopen;  load_outer", {50, 1200}},
                         {"[in dlopen;  register_outer_blocks", {40, 1600}},
                         {"[in dlopen;  load_other", {50, 2800}},
+                        {"[in dlopen;  load_deep", {20, 480}},
+                        // Their unwind stops short of dlopen's caller: nothing after the marker.
+                        {"[in dlopen;  ", {20, 960}},
                     }));
 }
 
-// Python code run by a library's initializer as it loads: each line's blocks are its own, though
-// the same C function of the interpreter allocates them all.
+// Python code run by a library's initializer as it loads, loading another library itself before
+// its lines that keep blocks: each line's blocks are its own, though the same C function of the
+// interpreter allocates them all, and their frames take the place the loading call's had.
 TEST(StartupStacks, PythonRunFromALibrarysInitializerKeepsEachLinesBlocks) {
   std::string file = scratch_dir() + "/run.lsc";
   Outcome run = leakscope({"run", "-o", file, "--", "/usr/bin/python3", "-c",
                            "import ctypes\nctypes.CDLL('" + fixture("libfixture_python_in_initializer.so") +
-                               "')\nprint(len(kept_small), len(kept_large))"});
+                               "')\nprint(len(kept_small), len(kept_large))"},
+                          {{"SCOPE_INNER_PLUGIN", fixture("libfixture_scope_inner.so")}});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "50 30\n");
   nlohmann::json state = dump(file, {"--top", "100000"});
@@ -231,12 +237,12 @@ TEST(StartupStacks, PythonRunFromALibrarysInitializerKeepsEachLinesBlocks) {
   }
   // Each buffer (its size and a byte more) and its bytearray object, and the list that keeps them.
   ASSERT_EQ(bytes_by_line.size(), 2u) << state["sites"].dump().substr(0, 3000);
-  EXPECT_EQ(blocks_by_line[1], 50 * 2 + 1);
-  EXPECT_EQ(blocks_by_line[2], 30 * 2 + 1);
-  EXPECT_GE(bytes_by_line[1], 50 * 1001);
-  EXPECT_LT(bytes_by_line[1], 50 * 1001 + 50 * 100);
-  EXPECT_GE(bytes_by_line[2], 30 * 3001);
-  EXPECT_LT(bytes_by_line[2], 30 * 3001 + 30 * 100);
+  EXPECT_EQ(blocks_by_line[3], 50 * 2 + 1);
+  EXPECT_EQ(blocks_by_line[4], 30 * 2 + 1);
+  EXPECT_GE(bytes_by_line[3], 50 * 1001);
+  EXPECT_LT(bytes_by_line[3], 50 * 1001 + 50 * 100);
+  EXPECT_GE(bytes_by_line[4], 30 * 3001);
+  EXPECT_LT(bytes_by_line[4], 30 * 3001 + 30 * 100);
 }
 
 }  // namespace
