@@ -98,10 +98,13 @@ int native_startup_stack(ThreadState* thread, const StackRequest& request, uintp
   return startup_stack_cut(frames, depth, kept, request.startup_marker, callers > kept ? callers : kept, depth, g_depth);
 }
 
-// While every record is queued, a block this large has the writer apply the queue at once: such
-// blocks are few, and a burst of them is what a high-water snapshot must see as it happens. (The
-// thread applying the queue itself would wait for it: 10 ms of `import torch` for 158 such blocks.)
-constexpr size_t kKnockFromBytes = 64 * 1024;
+// While every record is queued, a block this large is what a high-water snapshot must see as it
+// happens (such blocks are few, and a burst of them is a peak). With few records waiting the thread
+// applies them and records the block at once; with many (a start-up's thousands), it queues the
+// block and knocks the writer instead of waiting on the writer's run (10 ms of `import torch`,
+// 158 such blocks; a program making one after another would pay a knock each, 50 % of a loop's time).
+constexpr size_t kLargeBlockBytes = 64 * 1024;
+constexpr uint64_t kLargeBlockQueuedFrom = 1024;  // records waiting
 
 // captured_stack() captures and interns the caller's stack; its frame buffer lives here, apart,
 // so that a recorder call on a small signal stack never reserves it. A block of
@@ -325,8 +328,10 @@ LS_ALWAYS_INLINE void record_made(ThreadState* thread, TripleEntry* triple, void
   uintptr_t block = reinterpret_cast<uintptr_t>(pointer);
   Epoch now = epoch_current();
   thread->last_alloc = block;
-  if (append(DeferredRecord{block, size, static_cast<TripleId>(triple->id), now, DeferredKind::kAlloc})) {
-    if (size >= kKnockFromBytes) runtime_request_settle();
+  bool large = size >= kLargeBlockBytes;
+  if ((!large || deferred_records_pending() >= kLargeBlockQueuedFrom) &&
+      append(DeferredRecord{block, size, static_cast<TripleId>(triple->id), now, DeferredKind::kAlloc})) {
+    if (large) runtime_request_settle();
     return;
   }
   if (deferred_records_alone()) deferred_records_settle();

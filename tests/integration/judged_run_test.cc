@@ -534,6 +534,21 @@ TEST(JudgedRun, ABurstOfAProgramThatHasOneThreadIsSeenAtItsPeak) {
   EXPECT_GE(peak["holders"][0]["bytes"].get<int64_t>(), int64_t{96} << 20);
 }
 
+// One large block right after thousands of small ones, all queued while the program has one thread:
+// it is not left waiting behind them for the writer's next look.
+TEST(JudgedRun, ALargeBlockQueuedBehindManyOfAProgramThatHasOneThreadIsSeenAtItsPeak) {
+  std::string file = scratch_dir() + "/model.lsc";
+  Outcome outcome = leakscope({"run", "-o", file, "--interval", "4s", "--option", "ramp=0", "--",
+                               fixture("one_thread_start_up"), "model"});
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  Outcome report = leakscope({"report", "--format", "json", file});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  nlohmann::json peak = nlohmann::json::parse(report.out)["peak"];
+  EXPECT_GE(peak["tracked_bytes"].get<int64_t>(), int64_t{200} << 20) << peak.dump(1);
+  ASSERT_FALSE(peak["holders"].empty()) << peak.dump(1);
+  EXPECT_NE(peak["holders"][0]["name"].get<std::string>().find("load_model"), std::string::npos) << peak.dump(1);
+}
+
 TEST(JudgedRun, ABurstOfAPoolWhoseThreadsEachHoldUnderAMebibyteIsSeenToo) {
   // 200 threads of 768 KiB each: 150 MiB that no thread alone would have made known, held together
   // for 1.5 s. The first high-water snapshot comes as the threads are still making their shares;
